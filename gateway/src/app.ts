@@ -1,0 +1,52 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Config, Logger, Mongo, Nats, RedisConn } from "@feeds/kit";
+import { createTenantAuthenticator } from "./auth.js";
+import { createRouteTable, openApiDocument } from "./define.js";
+import { installErrorHandling } from "./http.js";
+import { createRateLimiter } from "./rate-limit.js";
+import type { Clients } from "./system.js";
+import { adminRoutes } from "./routes/admin.js";
+import { healthRoutes } from "./routes/health.js";
+import { operatorRoutes } from "./routes/operator.js";
+import { userRoutes } from "./routes/users.js";
+
+export interface GatewayDeps {
+  config: Config;
+  log: Logger;
+  clients: Clients;
+  mongo: Mongo;
+  redis: RedisConn;
+  nats: Nats;
+}
+
+/** The edge: the interface's HTTP/JSON contract in front of the services. */
+export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
+  const { config, log, clients } = deps;
+  const app = Fastify({
+    logger: false,
+    trustProxy: config.TRUST_PROXY,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: 1024 * 1024,
+  });
+  // Every answer names its request, errors included.
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
+  installErrorHandling(app, log);
+
+  const limiter = createRateLimiter(deps.redis);
+  const tenantAuth = createTenantAuthenticator({ clients, redis: deps.redis, limiter, config });
+  const routes = createRouteTable(app, { clients, tenantAuth });
+
+  healthRoutes(routes, deps);
+  userRoutes(routes, clients);
+  operatorRoutes(routes, clients, limiter, config);
+  adminRoutes(routes, clients, deps.nats);
+
+  const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
+  app.get("/openapi.json", async () => doc);
+  await app.ready();
+  return app;
+}

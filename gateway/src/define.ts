@@ -1,0 +1,168 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { z } from "zod";
+import type { CallOptions } from "@connectrpc/connect";
+import { forbidden, scope } from "@feeds/kit";
+import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
+import { authenticateOperator, type TenantAuth, type TenantAuthenticator } from "./auth.js";
+import { parse } from "./http.js";
+import type { Clients } from "./system.js";
+
+/**
+ * Who may call a route. tenant: server or user token; server / user: that kind only;
+ * operator: any operator session; member: owner or member of a tenant (staff 403);
+ * owner: tenant owner only; staff: platform staff only (/admin).
+ */
+export type AuthKind = "none" | "tenant" | "server" | "user" | "operator" | "member" | "owner" | "staff";
+
+export interface RouteCtx<P, Q, B> {
+  req: FastifyRequest;
+  reply: FastifyReply;
+  params: P;
+  query: Q;
+  body: B;
+  /** Call options carrying tenant, caller and request id to the services. */
+  call: CallOptions;
+  tenant: TenantAuth | null;
+  operator: { token: string; operator: Operator } | null;
+}
+
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+  url: string;
+  auth: AuthKind;
+  summary: string;
+  tags: string[];
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  /** Batch routes: their own rate window and a 5 MiB body limit. */
+  batch?: boolean;
+  /** Status of a successful answer (default 200); the handler may still set another. */
+  status?: number;
+  handler(ctx: RouteCtx<P, Q, B>): Promise<unknown>;
+}
+
+export interface RouteDeps {
+  clients: Clients;
+  tenantAuth: TenantAuthenticator;
+}
+
+const MiB = 1024 * 1024;
+
+export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
+  const specs: RouteSpec<never, never, never>[] = [];
+
+  async function authorize(spec: RouteSpec<unknown, unknown, unknown>, req: FastifyRequest) {
+    const rid = req.id;
+    const authz = req.headers.authorization;
+    switch (spec.auth) {
+      case "none":
+        return { tenant: null, operator: null, call: scope({ requestId: rid }) };
+      case "tenant":
+      case "server":
+      case "user": {
+        const t = await deps.tenantAuth.authenticate(authz, spec.batch ? "batch" : "normal", rid);
+        if (spec.auth !== "tenant" && t.kind !== spec.auth) throw forbidden(`${spec.auth} token required`);
+        const caller = t.kind === "user" ? { kind: "user" as const, userId: t.userId } : { kind: "server" as const };
+        return { tenant: t, operator: null, call: scope({ tenantId: t.tenant.id, caller, requestId: rid }) };
+      }
+      case "operator":
+      case "member":
+      case "owner":
+      case "staff": {
+        const o = await authenticateOperator(deps.clients, authz, rid);
+        const role = o.operator.role;
+        if (spec.auth === "staff" && role !== Role.STAFF) throw forbidden();
+        if ((spec.auth === "member" || spec.auth === "owner") && (role === Role.STAFF || !o.operator.tenantId)) throw forbidden();
+        if (spec.auth === "owner" && role !== Role.OWNER) throw forbidden();
+        const caller = { kind: "operator" as const, operatorId: o.operator.id };
+        return {
+          tenant: null,
+          operator: o,
+          call: scope({ tenantId: o.operator.tenantId || undefined, caller, requestId: rid }),
+        };
+      }
+    }
+  }
+
+  return {
+    specs,
+    add<P, Q, B>(spec: RouteSpec<P, Q, B>) {
+      specs.push(spec as unknown as RouteSpec<never, never, never>);
+      const s = spec as unknown as RouteSpec<unknown, unknown, unknown>;
+      app.route({
+        method: spec.method,
+        url: spec.url,
+        bodyLimit: spec.batch ? 5 * MiB : MiB,
+        handler: async (req, reply) => {
+          const auth = await authorize(s, req);
+          const params = s.params ? parse(s.params, req.params) : (undefined as unknown);
+          const query = s.query ? parse(s.query, req.query) : (undefined as unknown);
+          const body = s.body ? parse(s.body, req.body) : (undefined as unknown);
+          reply.code(spec.status ?? 200);
+          const out = await s.handler({ req, reply, params, query, body, ...auth });
+          if (out === undefined) return reply.send();
+          return out;
+        },
+      });
+    },
+  };
+}
+
+export type RouteTable = ReturnType<typeof createRouteTable>;
+
+/** The `next` of a page request: `next` wins over its deprecated alias `cursor`. */
+export const cursorOf = (q: { next?: string | undefined; cursor?: string | undefined }) => q.next ?? q.cursor ?? "";
+
+/** OpenAPI 3 document of every registered route. */
+export function openApiDocument(specs: RouteSpec<never, never, never>[], version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  const schemaOf = (s: z.ZodType | undefined) => (s ? z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) : undefined);
+  for (const s of specs) {
+    const path = s.url.replace(/:([A-Za-z_]+)/g, "{$1}");
+    const parameters: unknown[] = [];
+    for (const [where, schema] of [["path", s.params], ["query", s.query]] as const) {
+      const js = schemaOf(schema as z.ZodType | undefined) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+      for (const [name, p] of Object.entries(js?.properties ?? {})) {
+        parameters.push({ name, in: where, required: where === "path" || (js?.required ?? []).includes(name), schema: p });
+      }
+    }
+    const op: Record<string, unknown> = {
+      summary: s.summary,
+      tags: s.tags,
+      parameters,
+      responses: {
+        [String(s.status ?? 200)]: { description: "success" },
+        default: { description: "error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
+      },
+    };
+    if (s.auth !== "none") op.security = [{ bearer: [] }];
+    if (s.body) op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(s.body as z.ZodType) } } };
+    (paths[path] ??= {})[s.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: "3.0.3",
+    info: { title: "Feeds API", version },
+    paths,
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      schemas: {
+        Error: {
+          type: "object",
+          properties: {
+            error: {
+              type: "object",
+              required: ["code", "message", "requestId"],
+              properties: {
+                code: { type: "string" },
+                message: { type: "string" },
+                requestId: { type: "string" },
+                fields: { type: "array", items: { type: "object", properties: { path: { type: "string" }, message: { type: "string" } } } },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+}

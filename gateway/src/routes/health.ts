@@ -1,0 +1,92 @@
+import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
+import { queueDepth, serviceNames, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { queueParams } from "@feeds/sdk";
+import type { RouteTable } from "../define.js";
+import type { Clients } from "../system.js";
+
+export interface HealthDeps {
+  config: Config;
+  clients: Clients;
+  mongo: Mongo;
+  redis: RedisConn;
+  nats: Nats;
+}
+
+/** Rejects after `ms`: each readiness check has its own short timeout. */
+async function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("timeout")), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function healthRoutes(r: RouteTable, deps: HealthDeps) {
+  const { config, clients } = deps;
+  const tags = ["health"];
+  const ms = config.READY_CHECK_TIMEOUT_MS;
+
+  const checks: { name: string; run: () => Promise<unknown> }[] = [
+    { name: "mongodb", run: () => deps.mongo.db.command({ ping: 1 }) },
+    { name: "nats", run: () => deps.nats.nc.flush() },
+    { name: "redis", run: () => deps.redis.redis.ping() },
+    ...serviceNames.map((n) => ({
+      name: n,
+      run: async () => {
+        const res = await clients.health[n].check({ service: "" }, { timeoutMs: ms });
+        if (res.status !== HealthCheckResponse_ServingStatus.SERVING) throw new Error("not serving");
+      },
+    })),
+  ];
+
+  r.add({
+    method: "GET",
+    url: "/v1/health",
+    auth: "none",
+    summary: "Liveness and the running build",
+    tags,
+    async handler() {
+      return { status: "ok", version: config.BUILD_VERSION };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/health/ready",
+    auth: "none",
+    summary: "Readiness of every dependency (503 naming the failing one)",
+    tags,
+    async handler({ reply }) {
+      const results = await Promise.all(
+        checks.map(async (c) => ({
+          name: c.name,
+          ok: await within(ms, c.run()).then(
+            () => true,
+            () => false,
+          ),
+        })),
+      );
+      const ok = results.every((c) => c.ok);
+      reply.code(ok ? 200 : 503);
+      return { status: ok ? "ok" : "unavailable", checks: results };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/health/queues/:queue",
+    auth: "none",
+    summary: "Work-queue and dead-letter depth (fanout or notify)",
+    tags,
+    params: queueParams,
+    async handler({ params }) {
+      return within(ms, queueDepth(deps.nats, params.queue));
+    },
+  });
+}

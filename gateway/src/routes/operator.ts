@@ -1,0 +1,175 @@
+import { createHash } from "node:crypto";
+import { rateLimited, unauthenticated, isoOf, type Config } from "@feeds/kit";
+import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
+import { acceptInviteBody, inviteBody, loginBody, operatorIdParams, pageQuery, roleBody } from "@feeds/sdk";
+import { cursorOf, type RouteTable } from "../define.js";
+import type { Clients } from "../system.js";
+import type { RateLimiter } from "../rate-limit.js";
+import { operatorJson, page, teammateJson, tenantJson, userListJson } from "../json.js";
+
+const sessionJson = (s: { token: string; expiresAt?: { seconds: bigint; nanos: number }; operator?: Parameters<typeof operatorJson>[0] } | undefined) => {
+  if (!s) throw unauthenticated();
+  return { token: s.token, expires_at: isoOf(s.expiresAt as never), operator: operatorJson(s.operator) };
+};
+
+export const roleOf = (role: "owner" | "member") => (role === "owner" ? Role.OWNER : Role.MEMBER);
+
+export function operatorRoutes(r: RouteTable, clients: Clients, limiter: RateLimiter, config: Config) {
+  const tags = ["operator"];
+  const loginLimit = config.LOGIN_RATE_LIMIT_PER_MINUTE;
+
+  /** Login and invite acceptance: at most N attempts per minute per client address and per name. */
+  async function limitAttempts(kind: string, ip: string, name: string) {
+    const { count, window } = await limiter.hit(kind, [`ip:${ip}`, `id:${createHash("sha256").update(name).digest("hex")}`]);
+    if (count > loginLimit) throw rateLimited(window.retryAfter);
+  }
+
+  r.add({
+    method: "POST",
+    url: "/operator/login",
+    auth: "none",
+    summary: "Log in (all credential failures answer one identical 401)",
+    tags,
+    body: loginBody,
+    async handler({ req, body, call }) {
+      await limitAttempts("login", req.ip, body.email.trim().toLowerCase());
+      const res = await clients.operators.login({ email: body.email, password: body.password }, call);
+      return sessionJson(res.session);
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/operator/invite/accept",
+    auth: "none",
+    summary: "Accept an invite (single use) and set a password",
+    tags,
+    body: acceptInviteBody,
+    async handler({ req, body, call }) {
+      await limitAttempts("invite", req.ip, body.token);
+      const res = await clients.operators.acceptInvite({ token: body.token, password: body.password }, call);
+      return sessionJson(res.session);
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/operator/logout",
+    auth: "operator",
+    status: 204,
+    summary: "End the calling session",
+    tags,
+    async handler({ operator, call }) {
+      await clients.operators.logout({ token: operator?.token ?? "" }, call);
+      return undefined;
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/operator/me",
+    auth: "operator",
+    summary: "The calling operator",
+    tags,
+    async handler({ operator }) {
+      return operatorJson(operator?.operator);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/operator/tenant",
+    auth: "member",
+    summary: "The operator's own tenant",
+    tags,
+    async handler({ operator, call }) {
+      const res = await clients.tenancy.getTenant({ id: operator?.operator.tenantId ?? "" }, call);
+      const t = tenantJson(res.tenant);
+      return t && { id: t.id, name: t.name, api_key: t.api_key, status: t.status, created_at: t.created_at };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/operator/tenant/rotate-secret",
+    auth: "owner",
+    summary: "Rotate the tenant's api secret (the old one stops at once)",
+    tags,
+    async handler({ operator, call }) {
+      const res = await clients.tenancy.rotateSecret({ id: operator?.operator.tenantId ?? "" }, call);
+      return { api_secret: res.apiSecret };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/operator/team",
+    auth: "member",
+    summary: "Operators on the caller's tenant",
+    tags,
+    query: pageQuery,
+    async handler({ query, call }) {
+      const res = await clients.operators.listTeam({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
+      return page(res.operators.map(teammateJson), res.next);
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/operator/team/invite",
+    auth: "owner",
+    status: 201,
+    summary: "Invite a teammate (owner)",
+    tags,
+    body: inviteBody,
+    async handler({ body, call }) {
+      const res = await clients.operators.createInvite({ email: body.email, name: body.name, role: roleOf(body.role) }, call);
+      return { teammate: teammateJson(res.operator), invite_token: res.inviteToken, expires_at: isoOf(res.expiresAt) };
+    },
+  });
+
+  r.add({
+    method: "PATCH",
+    url: "/operator/team/:id",
+    auth: "owner",
+    summary: "Change a teammate's role (owner)",
+    tags,
+    params: operatorIdParams,
+    body: roleBody,
+    async handler({ params, body, call }) {
+      const res = await clients.operators.changeRole({ operatorId: params.id, role: roleOf(body.role) }, call);
+      return teammateJson(res.operator);
+    },
+  });
+
+  for (const [action, status] of [
+    ["disable", OperatorStatus.DISABLED],
+    ["enable", OperatorStatus.ACTIVE],
+  ] as const) {
+    r.add({
+      method: "POST",
+      url: `/operator/team/:id/${action}`,
+      auth: "owner",
+      summary: `${action === "disable" ? "Disable" : "Re-enable"} a teammate (owner)`,
+      tags,
+      params: operatorIdParams,
+      async handler({ params, call }) {
+        const res = await clients.operators.setOperatorStatus({ operatorId: params.id, status }, call);
+        return teammateJson(res.operator);
+      },
+    });
+  }
+
+  r.add({
+    method: "GET",
+    url: "/operator/inspect/users",
+    auth: "member",
+    summary: "Inspector: the tenant's users, newest first",
+    tags,
+    query: pageQuery,
+    async handler({ query, call }) {
+      const res = await clients.users.listUsers({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
+      return page(res.users.map(userListJson), res.next);
+    },
+  });
+}

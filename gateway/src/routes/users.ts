@@ -1,0 +1,90 @@
+import { isoOf, notFound, unauthenticated } from "@feeds/kit";
+import { batchUserItem, batchUsersBody, upsertUserBody, userIdParams } from "@feeds/sdk";
+import type { RouteTable } from "../define.js";
+import type { Clients } from "../system.js";
+import { userJson } from "../json.js";
+
+export function userRoutes(r: RouteTable, clients: Clients) {
+  const tags = ["users"];
+
+  r.add({
+    method: "PUT",
+    url: "/v1/users/:id",
+    auth: "server",
+    summary: "Upsert a user (201 created, 200 updated)",
+    tags,
+    params: userIdParams,
+    body: upsertUserBody,
+    async handler({ params, body, call, reply }) {
+      const res = await clients.users.upsertUser({ id: params.id, customJson: JSON.stringify(body.custom) }, call);
+      reply.code(res.created ? 201 : 200);
+      return userJson(res.user);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/users/:id",
+    auth: "tenant",
+    summary: "Read a user",
+    tags,
+    params: userIdParams,
+    async handler({ params, call }) {
+      const res = await clients.users.getUser({ id: params.id }, call);
+      return userJson(res.user);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/me",
+    auth: "user",
+    summary: "The calling user (404 when no record)",
+    tags,
+    async handler({ tenant, call }) {
+      if (tenant?.kind !== "user") throw unauthenticated();
+      const res = await clients.users.getUser({ id: tenant.userId }, call);
+      if (!res.user) throw notFound();
+      return userJson(res.user);
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/users/:id/revoke-tokens",
+    auth: "server",
+    summary: "Revoke every token of the user issued before now",
+    tags,
+    params: userIdParams,
+    async handler({ params, call }) {
+      const res = await clients.users.revokeTokens({ id: params.id }, call);
+      return { revoked_before: isoOf(res.revokedBefore) };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/batch/users",
+    auth: "server",
+    batch: true,
+    summary: "Batch import users (idempotent upsert)",
+    tags: ["batch"],
+    body: batchUsersBody,
+    async handler({ body, call }) {
+      // Items that fail validation fail alone; the rest go to identity in one call.
+      const checked = body.users.map((u) => batchUserItem.safeParse(u));
+      const valid = checked.flatMap((c, index) => (c.success ? [{ index, id: c.data.id, customJson: JSON.stringify(c.data.custom) }] : []));
+      const res = valid.length ? await clients.users.importUsers({ users: valid.map(({ id, customJson }) => ({ id, customJson })) }, call) : { results: [] };
+      const results: { index: number; ok: boolean; id?: string; code?: string }[] = checked.map((_, index) => ({
+        index,
+        ok: false,
+        code: "VALIDATION_FAILED",
+      }));
+      res.results.forEach((item, i) => {
+        const index = valid[i]?.index as number;
+        results[index] = item.ok ? { index, ok: true, id: item.id } : { index, ok: false, code: item.code };
+      });
+      return { results };
+    },
+  });
+}

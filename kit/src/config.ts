@@ -1,0 +1,80 @@
+import { z } from "zod";
+
+// Every setting of the system, parsed once at boot; nothing else reads process.env.
+// Defaults live here, units in the names or comments.
+const flag = z
+  .string()
+  .optional()
+  .transform((v) => v === "1" || v === "true" || v === "yes");
+
+const url = z.string().min(1);
+
+export const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default("127.0.0.1"),
+  MONGO_URL: url.default("mongodb://127.0.0.1:27017/"),
+  NATS_URL: url.default("nats://127.0.0.1:4222"),
+  REDIS_URL: url.default("redis://127.0.0.1:6379"),
+  // Names the MongoDB database and prefixes every NATS stream/subject and Redis key.
+  FEEDS_NAMESPACE: z
+    .string()
+    .regex(/^[A-Za-z0-9_]{1,48}$/, "letters, digits and _ only")
+    .default("feeds"),
+  BOOTSTRAP_STAFF_EMAIL: z.string().email().optional(),
+  BOOTSTRAP_STAFF_PASSWORD: z.string().min(12).max(1024).optional(),
+  WEBHOOK_ALLOW_PRIVATE: flag,
+  TRUST_PROXY: flag,
+  LOGIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  // Ordinary per-tenant request rate when the tenant sets none (requests per minute).
+  DEFAULT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
+  // Separate window of every batch route (requests per minute per tenant).
+  BATCH_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  // 32 bytes, base64: the key that encrypts tenant api secrets at rest (AES-256-GCM).
+  FEEDS_MASTER_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, "base64").length === 32, "must be 32 bytes of base64"),
+  // Identifies the running build in /v1/health.
+  BUILD_VERSION: z.string().default("dev"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  // Split mode: the gateway reaches each service over gRPC at these base URLs; unset = in process.
+  TENANCY_URL: z.string().optional(),
+  IDENTITY_URL: z.string().optional(),
+  FEED_URL: z.string().optional(),
+  GRAPH_URL: z.string().optional(),
+  ENGAGEMENT_URL: z.string().optional(),
+  NOTIFICATION_URL: z.string().optional(),
+  CATALOG_URL: z.string().optional(),
+  // Port of a standalone service process (services/<name>/dist/main.js).
+  GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  // Operator session lifetime (seconds).
+  SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(12 * 3600),
+  // Readiness: each dependency check's own timeout (milliseconds).
+  READY_CHECK_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export const serviceNames = [
+  "tenancy",
+  "identity",
+  "feed",
+  "graph",
+  "engagement",
+  "notification",
+  "catalog",
+] as const;
+export type ServiceName = (typeof serviceNames)[number];
+
+export function serviceUrl(config: Config, name: ServiceName): string | undefined {
+  const key = `${name.toUpperCase()}_URL` as const;
+  return config[key as keyof Config] as string | undefined;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = configSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}

@@ -1,0 +1,21 @@
+import { MongoClient, type Db } from "mongodb";
+import type { Config } from "./config.js";
+
+export interface Mongo {
+  client: MongoClient;
+  db: Db;
+  close(): Promise<void>;
+}
+
+/** One client per process; the namespace names the database. Fails fast while the server is down. */
+export async function connectMongo(config: Pick<Config, "MONGO_URL" | "FEEDS_NAMESPACE">): Promise<Mongo> {
+  const client = new MongoClient(config.MONGO_URL, {
+    serverSelectionTimeoutMS: 2000,
+    connectTimeoutMS: 2000,
+    maxPoolSize: 50,
+    // FerretDB v1 has no retryable-write support; MongoDB works either way.
+    retryWrites: false,
+  });
+  await client.connect();
+  return { client, db: client.db(config.FEEDS_NAMESPACE), close: () => client.close() };
+}

@@ -1,0 +1,74 @@
+import { loadConfig, type Config, type ServiceName } from "./config.js";
+import { createLogger, type Logger } from "./log.js";
+import { connectMongo, type Mongo } from "./mongo.js";
+import { connectRedis, type RedisConn } from "./redis.js";
+import { connectNats, type Nats } from "./nats.js";
+import { serveModules, type ServiceModule } from "./rpc.js";
+
+export interface Infra {
+  config: Config;
+  log: Logger;
+  mongo(): Promise<Mongo>;
+  redis(): Promise<RedisConn>;
+  nats(): Promise<Nats>;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Retries a connection until it succeeds: a process started before its dependency waits for it. */
+async function retrying<T>(log: Logger, what: string, fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt === 1 || attempt % 20 === 0) log.warn({ err: String(err), attempt }, `waiting for ${what}`);
+      await sleep(Math.min(250 * attempt, 2000));
+    }
+  }
+}
+
+/** Connects each dependency once, on first use, and closes what was opened. */
+export function createInfra(config: Config, log: Logger, name: string): Infra {
+  let mongo: Promise<Mongo> | undefined;
+  let redis: Promise<RedisConn> | undefined;
+  let nats: Promise<Nats> | undefined;
+  return {
+    config,
+    log,
+    mongo: () => (mongo ??= retrying(log, "mongodb", () => connectMongo(config))),
+    redis: () => (redis ??= retrying(log, "redis", () => connectRedis(config))),
+    nats: () => (nats ??= retrying(log, "nats", () => connectNats(config, name))),
+    async close() {
+      await Promise.allSettled([
+        mongo?.then((m) => m.close()),
+        redis?.then((r) => r.close()),
+        nats?.then((n) => n.close()),
+      ]);
+    },
+  };
+}
+
+/** Entry point of a standalone service process: connect, serve gRPC on GRPC_PORT, stop on signals. */
+export async function runServiceMain(
+  name: ServiceName,
+  build: (infra: Infra) => Promise<ServiceModule>,
+): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger(config, name);
+  const infra = createInfra(config, log, name);
+  const module = await build(infra);
+  const server = await serveModules([module], { host: config.HOST, port: config.GRPC_PORT, log });
+  await module.start?.();
+  log.info({ port: server.port }, `${name} service listening`);
+  // Parent processes read this line to learn the port.
+  process.stdout.write(`${JSON.stringify({ service: name, port: server.port })}\n`);
+  const stop = async () => {
+    await module.stop?.();
+    await server.close();
+    await infra.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop());
+  process.once("SIGINT", () => void stop());
+}

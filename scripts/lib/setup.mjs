@@ -1,0 +1,64 @@
+// Set-up shared by `npm start`, `npm test` and `npm run bench`: install what is missing, build,
+// make sure MongoDB-wire storage, NATS JetStream and Redis are listening.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+
+export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
+export const log = (...a) => process.stderr.write(`[feeds] ${a.join(" ")}\n`);
+
+export function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
+  if (r.status !== 0) {
+    throw new Error(`${cmd} ${args.join(" ")} failed (exit ${r.status ?? r.signal})`);
+  }
+  return r;
+}
+
+/** `npm ci` when node_modules is missing or older than the lock file. */
+export function ensureInstalled() {
+  const marker = join(root, "node_modules", ".package-lock.json");
+  const lock = join(root, "package-lock.json");
+  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  log("installing dependencies (npm ci)…");
+  run("npm", ["ci", "--no-audit", "--no-fund"]);
+}
+
+export function build() {
+  log("building (tsc -b)…");
+  run(join(root, "node_modules", ".bin", "tsc"), ["-b"]);
+}
+
+/** The key that encrypts tenant secrets at rest: FEEDS_MASTER_KEY, else one kept under .cache/. */
+export function masterKey() {
+  if (process.env.FEEDS_MASTER_KEY) return process.env.FEEDS_MASTER_KEY;
+  const file = join(root, ".cache", "master.key");
+  if (!existsSync(file)) {
+    mkdirSync(join(root, ".cache"), { recursive: true });
+    writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600 });
+  }
+  return readFileSync(file, "utf8").trim();
+}
+
+/** The running build: package version, commit and whether the tree had changes. */
+export function buildVersion() {
+  if (process.env.BUILD_VERSION) return process.env.BUILD_VERSION;
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const sha = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).stdout?.trim();
+  const dirty = spawnSync("git", ["status", "--porcelain"], { cwd: root, encoding: "utf8" }).stdout?.trim();
+  return `${pkg.version}+${sha || "nogit"}${dirty ? ".dirty" : ""}`;
+}
+
+export async function ensureInfrastructure() {
+  const { ensureInfra } = await import("../infra.mjs");
+  return ensureInfra({ root, log });
+}
+
+/** Everything before the system can start. */
+export async function setup({ skipBuild = false } = {}) {
+  ensureInstalled();
+  if (!skipBuild) build();
+  const urls = await ensureInfrastructure();
+  return { ...urls, masterKey: masterKey(), version: buildVersion() };
+}

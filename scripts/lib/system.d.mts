@@ -1,0 +1,20 @@
+import type { ChildProcess } from "node:child_process";
+
+export declare const services: string[];
+export interface RunningProcess {
+  name: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+export interface RunningSystem {
+  url: string;
+  staff: { email: string; password?: string; created: boolean } | null;
+  processes: RunningProcess[];
+  stop(): Promise<void>;
+}
+export declare function startSystem(opts: {
+  env: Record<string, string>;
+  split?: boolean;
+  port?: number;
+  inherit?: boolean;
+}): Promise<RunningSystem>;

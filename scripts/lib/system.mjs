@@ -1,0 +1,79 @@
+// Starts the whole system as child processes: one process (gateway with every service mounted)
+// or split (one process per service, the gateway reaching each over gRPC on loopback).
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { join } from "node:path";
+import { root } from "./setup.mjs";
+
+export const services = ["tenancy", "identity", "feed", "graph", "engagement", "notification", "catalog"];
+
+function startProcess(name, entry, env, { inherit = false } = {}) {
+  const child = spawn(process.execPath, [join(root, entry)], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", inherit ? "inherit" : "pipe"],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const stderrTail = [];
+  child.stderr?.on("data", (d) => {
+    stderrTail.push(String(d));
+    if (stderrTail.length > 50) stderrTail.shift();
+  });
+  const first = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not start in 60 s\n${stderrTail.join("")}`)), 60_000);
+    lines.on("line", (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg.ready || msg.port !== undefined) {
+          clearTimeout(timer);
+          resolve(msg);
+        }
+      } catch {
+        /* ordinary log line */
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited with ${code}\n${stderrTail.join("")}`));
+    });
+  });
+  const stop = () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+    });
+  return { child, first, stop, name };
+}
+
+/**
+ * @param {{ env: Record<string,string>, split?: boolean, port?: number, inherit?: boolean }} opts
+ * @returns {Promise<{ url: string, staff: any, processes: any[], stop(): Promise<void> }>}
+ */
+export async function startSystem({ env, split = false, port = 0, inherit = false }) {
+  const processes = [];
+  const stopAll = async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+  };
+  try {
+    const urls = {};
+    if (split) {
+      const started = services.map((s) =>
+        startProcess(s, `services/${s}/dist/main.js`, { ...env, GRPC_PORT: "0" }, { inherit }),
+      );
+      processes.push(...started);
+      const ports = await Promise.all(started.map((p) => p.first));
+      services.forEach((s, i) => {
+        urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i].port}`;
+      });
+    }
+    const gw = startProcess("gateway", "gateway/dist/main.js", { ...env, ...urls, PORT: String(port) }, { inherit });
+    processes.push(gw);
+    const ready = await gw.first;
+    return { url: ready.url, staff: ready.staff, processes, stop: stopAll };
+  } catch (e) {
+    await stopAll();
+    throw e;
+  }
+}

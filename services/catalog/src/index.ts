@@ -1,0 +1,1 @@
+export { createCatalogModule } from "./module.js";

@@ -1,0 +1,4 @@
+import { runServiceMain } from "@feeds/kit";
+import { createCatalogModule } from "./module.js";
+
+await runServiceMain("catalog", async () => createCatalogModule());

@@ -1,0 +1,1 @@
+export { createEngagementModule } from "./module.js";

@@ -1,0 +1,1 @@
+export { createFeedModule } from "./module.js";

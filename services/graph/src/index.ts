@@ -1,0 +1,1 @@
+export { createGraphModule } from "./module.js";

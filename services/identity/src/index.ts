@@ -1,0 +1,1 @@
+export { createIdentityModule, revocationKey, REVOCATION_TTL_SECONDS } from "./module.js";

@@ -1,0 +1,253 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  conflict,
+  decodeCursor,
+  encodeCursor,
+  forbidden,
+  isDuplicateKey,
+  pageLimit,
+  randomToken,
+  requireOperator,
+  requireTenant,
+  sha256,
+  toTimestamp,
+  unauthenticated,
+  validationFailed,
+} from "@feeds/kit";
+import {
+  OperatorSchema,
+  OperatorService,
+  OperatorStatus,
+  Role,
+  type Operator,
+} from "@feeds/proto/feeds/identity/v1/identity";
+import type { OperatorDoc, OperatorRepository, RoleValue } from "./operator-repository.js";
+import { hashPassword, verifyPassword } from "./passwords.js";
+
+export interface OperatorServiceDeps {
+  operators: OperatorRepository;
+  dummyHash: string;
+  sessionTtlSeconds: number;
+}
+
+const INVITE_TTL_MS = 7 * 24 * 3600 * 1000;
+const roleToProto: Record<RoleValue, Role> = { staff: Role.STAFF, owner: Role.OWNER, member: Role.MEMBER };
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+const invitePending = (d: OperatorDoc) => d.password_hash === null;
+
+export const operatorToProto = (d: OperatorDoc): Operator =>
+  create(OperatorSchema, {
+    id: d._id,
+    name: d.name,
+    email: d.email,
+    role: roleToProto[d.role],
+    tenantId: d.tenant_id ?? "",
+    status: d.status === "active" ? OperatorStatus.ACTIVE : OperatorStatus.DISABLED,
+    createdAt: toTimestamp(d.created_at),
+    invitePending: invitePending(d),
+  });
+
+/** An owner who can act: active and with the invite accepted. */
+const isActiveOwner = (d: OperatorDoc) => d.role === "owner" && d.status === "active" && !invitePending(d);
+
+/** Creates a staff operator unless one with the email exists (idempotent, race-safe). */
+export async function createStaffOperator(
+  operators: OperatorRepository,
+  input: { email: string; name: string; password: string },
+): Promise<{ doc: OperatorDoc; created: boolean }> {
+  const email = input.email.trim().toLowerCase();
+  if (!EMAIL.test(email)) throw validationFailed([{ path: "email", message: "must be an email" }]);
+  if (input.password.length < 12 || input.password.length > 1024) {
+    throw validationFailed([{ path: "password", message: "12 to 1024 characters" }]);
+  }
+  const existing = await operators.byEmail(email);
+  if (existing) return { doc: existing, created: false };
+  const now = new Date();
+  const doc: OperatorDoc = {
+    _id: `op_${randomBytes(9).toString("hex")}`,
+    tenant_id: null,
+    email,
+    name: input.name || email,
+    role: "staff",
+    status: "active",
+    password_hash: await hashPassword(input.password),
+    invite: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await operators.insert(doc);
+  } catch (e) {
+    if (!isDuplicateKey(e)) throw e;
+    const raced = await operators.byEmail(email);
+    if (raced) return { doc: raced, created: false };
+    throw e;
+  }
+  return { doc, created: true };
+}
+
+export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<typeof OperatorService> {
+  const { operators } = deps;
+  const loginFailed = () => unauthenticated("invalid email or password");
+  const inviteFailed = () => unauthenticated("invalid or expired invite");
+
+  async function openSession(op: OperatorDoc) {
+    const token = randomToken(32);
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + deps.sessionTtlSeconds * 1000);
+    await operators.insertSession({ _id: sha256(token), operator_id: op._id, expires_at: expiresAt, created_at: now });
+    return { token, expiresAt: toTimestamp(expiresAt), operator: operatorToProto(op) };
+  }
+
+  /** The caller, when it may manage the context tenant's team: an active owner of that tenant. */
+  async function owningCaller(ctx: HandlerContext): Promise<{ tenantId: string; caller: OperatorDoc }> {
+    const tenantId = requireTenant(ctx);
+    const caller = await operators.byId(requireOperator(ctx));
+    if (!caller || caller.status !== "active") throw unauthenticated();
+    if (caller.role !== "owner" || caller.tenant_id !== tenantId) throw forbidden();
+    return { tenantId, caller };
+  }
+
+  /** The target of a team change: on the caller's tenant and not the caller (403 otherwise, never 404). */
+  async function teammate(tenantId: string, caller: OperatorDoc, id: string): Promise<OperatorDoc> {
+    const target = await operators.byId(id);
+    if (!target || target.tenant_id !== tenantId || target._id === caller._id) throw forbidden();
+    return target;
+  }
+
+  async function ensureAnotherActiveOwner(tenantId: string, target: OperatorDoc) {
+    if (!isActiveOwner(target)) return;
+    const team = await operators.ofTenant(tenantId);
+    if (!team.some((o) => o._id !== target._id && isActiveOwner(o))) {
+      throw conflict("the change would leave the tenant with no active owner");
+    }
+  }
+
+  return {
+    async login(req) {
+      const op = await operators.byEmail(req.email.trim().toLowerCase());
+      // Exactly one argon2id verification whatever the failure, so all four cost the same.
+      const ok = await verifyPassword(op?.password_hash ?? deps.dummyHash, req.password);
+      if (!op || !op.password_hash || op.status !== "active" || !ok) throw loginFailed();
+      return { session: await openSession(op) };
+    },
+
+    async acceptInvite(req) {
+      if (req.password.length < 12 || req.password.length > 1024) {
+        throw validationFailed([{ path: "password", message: "12 to 1024 characters" }]);
+      }
+      // Hash first: every outcome costs the same.
+      const passwordHash = await hashPassword(req.password);
+      const tokenHash = sha256(req.token);
+      const op = await operators.byInviteHash(tokenHash);
+      if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) throw inviteFailed();
+      if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) throw inviteFailed();
+      const accepted = await operators.byId(op._id);
+      if (!accepted) throw inviteFailed();
+      return { session: await openSession(accepted) };
+    },
+
+    async authenticate(req) {
+      const session = await operators.session(sha256(req.token));
+      if (!session || session.expires_at.getTime() <= Date.now()) throw unauthenticated();
+      const op = await operators.byId(session.operator_id);
+      if (!op || op.status !== "active" || invitePending(op)) throw unauthenticated();
+      return { operator: operatorToProto(op) };
+    },
+
+    async logout(req) {
+      await operators.deleteSession(sha256(req.token));
+      return {};
+    },
+
+    async ensureStaff(req) {
+      const { doc, created } = await createStaffOperator(operators, req);
+      return { operator: operatorToProto(doc), created };
+    },
+
+    async createInvite(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const caller = await operators.byId(requireOperator(ctx));
+      if (!caller || caller.status !== "active") throw unauthenticated();
+      // Platform staff provision any tenant's operators; otherwise only an owner of this tenant.
+      if (caller.role !== "staff" && !(caller.role === "owner" && caller.tenant_id === tenantId)) throw forbidden();
+      const role: RoleValue | null = req.role === Role.OWNER ? "owner" : req.role === Role.MEMBER ? "member" : null;
+      if (!role) throw validationFailed([{ path: "role", message: "owner or member" }]);
+      const email = req.email.trim().toLowerCase();
+      if (!EMAIL.test(email) || email.length > 254) throw validationFailed([{ path: "email", message: "must be an email" }]);
+      const token = randomToken(32);
+      const now = new Date();
+      const expiresAt = new Date(now.getTime() + INVITE_TTL_MS);
+      const doc: OperatorDoc = {
+        _id: `op_${randomBytes(9).toString("hex")}`,
+        tenant_id: tenantId,
+        email,
+        name: req.name.trim() || email,
+        role,
+        status: "active",
+        password_hash: null,
+        invite: { token_hash: sha256(token), expires_at: expiresAt, accepted_at: null },
+        created_at: now,
+        updated_at: now,
+      };
+      try {
+        await operators.insert(doc);
+      } catch (e) {
+        if (isDuplicateKey(e)) throw conflict("an operator with this email already exists");
+        throw e;
+      }
+      return { operator: operatorToProto(doc), inviteToken: token, expiresAt: toTimestamp(expiresAt) };
+    },
+
+    async listTeam(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const caller = await operators.byId(requireOperator(ctx));
+      if (!caller || caller.status !== "active") throw unauthenticated();
+      if (caller.tenant_id !== tenantId) throw forbidden();
+      const limit = pageLimit(req.page?.limit);
+      const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
+      const rows = await operators.page(tenantId, limit, after ? { created_at: new Date(after[0]), id: after[1] } : null);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        operators: page.map(operatorToProto),
+        next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : "",
+      };
+    },
+
+    async changeRole(req, ctx) {
+      const role: RoleValue | null = req.role === Role.OWNER ? "owner" : req.role === Role.MEMBER ? "member" : null;
+      if (!role) throw validationFailed([{ path: "role", message: "owner or member" }]);
+      const { tenantId, caller } = await owningCaller(ctx);
+      await teammate(tenantId, caller, req.operatorId);
+      // Under the team lock, re-read and check, so two concurrent demotions cannot both pass.
+      const updated = await operators.withTeamLock(tenantId, async () => {
+        const target = await teammate(tenantId, caller, req.operatorId);
+        if (role === "member") await ensureAnotherActiveOwner(tenantId, target);
+        return operators.update(target._id, { role });
+      });
+      if (!updated) throw forbidden();
+      return { operator: operatorToProto(updated) };
+    },
+
+    async setOperatorStatus(req, ctx) {
+      const status =
+        req.status === OperatorStatus.ACTIVE ? "active" : req.status === OperatorStatus.DISABLED ? "disabled" : null;
+      if (!status) throw validationFailed([{ path: "status", message: "active or disabled" }]);
+      const { tenantId, caller } = await owningCaller(ctx);
+      await teammate(tenantId, caller, req.operatorId);
+      const updated = await operators.withTeamLock(tenantId, async () => {
+        const target = await teammate(tenantId, caller, req.operatorId);
+        if (status === "disabled") await ensureAnotherActiveOwner(tenantId, target);
+        return operators.update(target._id, { status });
+      });
+      if (!updated) throw forbidden();
+      // Disabling ends the operator's sessions at once.
+      if (status === "disabled") await operators.deleteSessionsOf(updated._id);
+      return { operator: operatorToProto(updated) };
+    },
+  };
+}

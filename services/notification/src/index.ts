@@ -1,0 +1,1 @@
+export { createNotificationModule } from "./module.js";

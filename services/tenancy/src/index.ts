@@ -1,0 +1,1 @@
+export { createTenancyModule, tenantVersionKey } from "./module.js";

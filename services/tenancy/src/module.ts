@@ -1,0 +1,28 @@
+import type { Db } from "mongodb";
+import { type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
+import { createTenantRepository } from "./tenant-repository.js";
+import { createTenancyService } from "./routes.js";
+import { randomUUID } from "node:crypto";
+
+/** Redis key that names the current version of a tenant's credential and status. */
+export const tenantVersionKey = (redis: RedisConn, apiKey: string) => redis.key("tenant", apiKey, "ver");
+
+export async function createTenancyModule(deps: {
+  db: Db;
+  redis: RedisConn;
+  masterKey: Buffer;
+  log: Logger;
+}): Promise<ServiceModule> {
+  const tenants = createTenantRepository(deps.db);
+  await tenants.ensureIndexes();
+  const impl = createTenancyService({
+    tenants,
+    masterKey: deps.masterKey,
+    log: deps.log,
+    signalChange: async (apiKey) => {
+      await deps.redis.redis.set(tenantVersionKey(deps.redis, apiKey), randomUUID());
+    },
+  });
+  return { name: "tenancy", routes: (router) => router.service(TenancyService, impl) };
+}

@@ -1,0 +1,52 @@
+import { randomBytes } from "node:crypto";
+import type { TestProject } from "vitest/node";
+import { startSystem } from "../../scripts/lib/system.mjs";
+import { dropNamespace, newNamespace } from "./namespace.js";
+import { testInfra } from "./infra.js";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    baseUrl: string;
+    namespace: string;
+    staffEmail: string;
+    staffPassword: string;
+    mongoUrl: string;
+    natsUrl: string;
+    redisUrl: string;
+    masterKey: string;
+    buildVersion: string;
+  }
+}
+
+/** One running system (one process) for the end-to-end files, in a namespace of its own. */
+export default async function setup(project: TestProject) {
+  const infra = await testInfra();
+  const namespace = newNamespace("e2e");
+  const staffEmail = `staff@${namespace.replace(/_/g, "-")}.test`;
+  const staffPassword = randomBytes(16).toString("base64url");
+  const system = await startSystem({
+    env: {
+      ...infra.env,
+      FEEDS_NAMESPACE: namespace,
+      BOOTSTRAP_STAFF_EMAIL: staffEmail,
+      BOOTSTRAP_STAFF_PASSWORD: staffPassword,
+      // Tests give each client its own address through X-Forwarded-For.
+      TRUST_PROXY: "1",
+      WEBHOOK_ALLOW_PRIVATE: "1",
+      LOG_LEVEL: "warn",
+    },
+  });
+  project.provide("baseUrl", system.url);
+  project.provide("namespace", namespace);
+  project.provide("staffEmail", staffEmail);
+  project.provide("staffPassword", staffPassword);
+  project.provide("mongoUrl", infra.mongoUrl);
+  project.provide("natsUrl", infra.natsUrl);
+  project.provide("redisUrl", infra.redisUrl);
+  project.provide("masterKey", infra.env.FEEDS_MASTER_KEY);
+  project.provide("buildVersion", infra.env.BUILD_VERSION);
+  return async () => {
+    await system.stop();
+    await dropNamespace(namespace, infra);
+  };
+}

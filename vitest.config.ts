@@ -1,0 +1,25 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["{kit,sdk,gateway}/test/**/*.test.ts", "services/*/test/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["test/support/global-setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          // Files share one running system; fault tests start their own.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});

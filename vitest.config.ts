@@ -20,6 +20,17 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          // The smoke subset, against the system split into one process per service.
+          name: "e2e-split",
+          include: ["test/e2e/{conventions,auth,users}.test.ts"],
+          globalSetup: ["test/support/global-setup-split.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

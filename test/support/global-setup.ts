@@ -18,13 +18,14 @@ declare module "vitest" {
   }
 }
 
-/** One running system (one process) for the end-to-end files, in a namespace of its own. */
-export default async function setup(project: TestProject) {
+/** One running system for the end-to-end files, in a namespace of its own. */
+export async function startForProject(project: TestProject, split: boolean) {
   const infra = await testInfra();
-  const namespace = newNamespace("e2e");
+  const namespace = newNamespace(split ? "split" : "e2e");
   const staffEmail = `staff@${namespace.replace(/_/g, "-")}.test`;
   const staffPassword = randomBytes(16).toString("base64url");
   const system = await startSystem({
+    split,
     env: {
       ...infra.env,
       FEEDS_NAMESPACE: namespace,
@@ -49,4 +50,9 @@ export default async function setup(project: TestProject) {
     await system.stop();
     await dropNamespace(namespace, infra);
   };
+}
+
+/** The one-process system (the default, as `npm start` runs it). */
+export default function setup(project: TestProject) {
+  return startForProject(project, false);
 }

@@ -33,6 +33,21 @@ export interface OperatorServiceDeps {
 }
 
 const INVITE_TTL_MS = 7 * 24 * 3600 * 1000;
+// Every failed login or invite acceptance answers no sooner than this after it began, so the
+// failure kinds cannot be told apart by time even where their storage lookups differ.
+const FAILURE_FLOOR_MS = 250;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn`; a failure is answered only once the floor has passed since `started`. */
+async function flooredFailure<T>(fn: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  try {
+    return await fn();
+  } catch (e) {
+    await sleep(FAILURE_FLOOR_MS - (performance.now() - started));
+    throw e;
+  }
+}
 const roleToProto: Record<RoleValue, Role> = { staff: Role.STAFF, owner: Role.OWNER, member: Role.MEMBER };
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -128,26 +143,30 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
 
   return {
     async login(req) {
-      const op = await operators.byEmail(req.email.trim().toLowerCase());
-      // Exactly one argon2id verification whatever the failure, so all four cost the same.
-      const ok = await verifyPassword(op?.password_hash ?? deps.dummyHash, req.password);
-      if (!op || !op.password_hash || op.status !== "active" || !ok) throw loginFailed();
-      return { session: await openSession(op) };
+      return flooredFailure(async () => {
+        const op = await operators.byEmail(req.email.trim().toLowerCase());
+        // Exactly one argon2id verification whatever the failure, so all four cost the same work.
+        const ok = await verifyPassword(op?.password_hash ?? deps.dummyHash, req.password);
+        if (!op || !op.password_hash || op.status !== "active" || !ok) throw loginFailed();
+        return { session: await openSession(op) };
+      });
     },
 
     async acceptInvite(req) {
       if (req.password.length < 12 || req.password.length > 1024) {
         throw validationFailed([{ path: "password", message: "12 to 1024 characters" }]);
       }
-      // Hash first: every outcome costs the same.
-      const passwordHash = await hashPassword(req.password);
-      const tokenHash = sha256(req.token);
-      const op = await operators.byInviteHash(tokenHash);
-      if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) throw inviteFailed();
-      if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) throw inviteFailed();
-      const accepted = await operators.byId(op._id);
-      if (!accepted) throw inviteFailed();
-      return { session: await openSession(accepted) };
+      return flooredFailure(async () => {
+        // Hash first: every outcome costs the same work.
+        const passwordHash = await hashPassword(req.password);
+        const tokenHash = sha256(req.token);
+        const op = await operators.byInviteHash(tokenHash);
+        if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) throw inviteFailed();
+        if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) throw inviteFailed();
+        const accepted = await operators.byId(op._id);
+        if (!accepted) throw inviteFailed();
+        return { session: await openSession(accepted) };
+      });
     },
 
     async authenticate(req) {
@@ -221,10 +240,12 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
     async changeRole(req, ctx) {
       const role: RoleValue | null = req.role === Role.OWNER ? "owner" : req.role === Role.MEMBER ? "member" : null;
       if (!role) throw validationFailed([{ path: "role", message: "owner or member" }]);
-      const { tenantId, caller } = await owningCaller(ctx);
-      await teammate(tenantId, caller, req.operatorId);
-      // Under the team lock, re-read and check, so two concurrent demotions cannot both pass.
+      const tenantId = requireTenant(ctx);
+      await owningCaller(ctx);
+      // Under the team lock, re-read caller and target and check, so that two concurrent
+      // changes (two owners demoting each other) cannot both pass.
       const updated = await operators.withTeamLock(tenantId, async () => {
+        const { caller } = await owningCaller(ctx);
         const target = await teammate(tenantId, caller, req.operatorId);
         if (role === "member") await ensureAnotherActiveOwner(tenantId, target);
         return operators.update(target._id, { role });
@@ -237,9 +258,10 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
       const status =
         req.status === OperatorStatus.ACTIVE ? "active" : req.status === OperatorStatus.DISABLED ? "disabled" : null;
       if (!status) throw validationFailed([{ path: "status", message: "active or disabled" }]);
-      const { tenantId, caller } = await owningCaller(ctx);
-      await teammate(tenantId, caller, req.operatorId);
+      const tenantId = requireTenant(ctx);
+      await owningCaller(ctx);
       const updated = await operators.withTeamLock(tenantId, async () => {
+        const { caller } = await owningCaller(ctx);
         const target = await teammate(tenantId, caller, req.operatorId);
         if (status === "disabled") await ensureAnotherActiveOwner(tenantId, target);
         return operators.update(target._id, { status });

@@ -1,0 +1,173 @@
+// Shared helpers of `npm run bench`: child processes that announce themselves with a JSON line,
+// RSS of process trees, percentiles, tokens, and the test namespace helpers.
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { SignJWT } from "jose";
+
+export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
+export const benchDir = join(root, "test", "bench");
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Every child this run started, so that an interrupted run still stops them. */
+export const started = new Set();
+
+/**
+ * Starts `node <file> ...args`; resolves with the first stdout line that parses as JSON and has
+ * `ready: true` (the child's announcement). Later JSON lines go to `onJson`.
+ */
+export function startNode(file, { args = [], env = {}, nodeArgs = [], name = file, timeoutMs = 60_000 } = {}) {
+  const child = spawn(process.execPath, [...nodeArgs, file, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  started.add(child);
+  child.once("exit", () => started.delete(child));
+  const tail = [];
+  child.stderr.on("data", (d) => {
+    tail.push(String(d));
+    if (tail.length > 40) tail.shift();
+  });
+  const lines = createInterface({ input: child.stdout });
+  const jsonLines = [];
+  let waiter = null;
+  lines.on("line", (line) => {
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      return;
+    }
+    jsonLines.push(msg);
+    waiter?.();
+  });
+  const ready = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name}: not ready in ${timeoutMs} ms\n${tail.join("")}`)), timeoutMs);
+    waiter = () => {
+      const m = jsonLines.find((j) => j.ready);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m);
+      }
+    };
+    child.once("exit", (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited (${code ?? sig}) before it was ready\n${tail.join("")}`));
+    });
+  });
+  ready.catch(() => undefined);
+  /** Resolves with the last JSON line once the child has exited (0 required). */
+  const result = new Promise((resolve, reject) => {
+    child.once("exit", (code, sig) => {
+      if (code === 0) resolve(jsonLines[jsonLines.length - 1]);
+      else reject(new Error(`${name} exited (${code ?? sig})\n${tail.join("")}`));
+    });
+  });
+  result.catch(() => undefined);
+  const stop = () => stopChild(child);
+  return { child, ready, result, stop, stderr: () => tail.join("") };
+}
+
+export function stopChild(child, signal = "SIGTERM") {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve();
+    child.once("exit", () => resolve());
+    child.kill(signal);
+    setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+  });
+}
+
+/** Runs a child to completion and answers its last JSON line. */
+export async function runNode(file, opts = {}) {
+  const p = startNode(file, opts);
+  return p.result;
+}
+
+export async function stopAllStarted() {
+  await Promise.all([...started].map((c) => stopChild(c)));
+}
+
+/** VmRSS of one process in bytes (0 when it is gone). */
+export function rssOf(pid) {
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pid and every descendant of it (via /proc/<pid>/task/<tid>/children). */
+export function treeOf(pid) {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    const p = out[i];
+    let tids = [];
+    try {
+      tids = readFileSync(`/proc/${p}/task/${p}/children`, "utf8").trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      /* gone or no children file */
+    }
+    out.push(...tids);
+  }
+  return out;
+}
+
+export const MB = 1024 * 1024;
+
+/** Sorted-array percentile (nearest rank). */
+export function percentile(sorted, p) {
+  if (!sorted.length) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i];
+}
+
+export async function serverToken(apiKey, apiSecret) {
+  return new SignJWT({ server: true })
+    .setProtectedHeader({ alg: "HS256", kid: apiKey })
+    .setIssuedAt()
+    .sign(new TextEncoder().encode(apiSecret));
+}
+
+/**
+ * newNamespace / dropNamespace from test/support/namespace.ts. Node 20 cannot import TypeScript,
+ * so the file is transpiled (types stripped, nothing else) into .cache/bench/ once per change.
+ */
+export async function namespaceHelpers() {
+  const src = join(root, "test", "support", "namespace.ts");
+  const outDir = join(root, ".cache", "bench");
+  const out = join(outDir, "namespace.mjs");
+  if (!existsSync(out) || statSync(out).mtimeMs < statSync(src).mtimeMs) {
+    const ts = (await import("typescript")).default;
+    const js = ts.transpileModule(readFileSync(src, "utf8"), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, verbatimModuleSyntax: false },
+      fileName: src,
+    }).outputText;
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(out, js);
+  }
+  return import(out);
+}
+
+/** A small JSON HTTP client for setting the system up. */
+export async function api(base, method, path, { token, body } = {}) {
+  const res = await fetch(base + path, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    body: body !== undefined ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = text;
+  }
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+  return json;
+}

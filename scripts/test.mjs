@@ -4,6 +4,10 @@ import { log, root, run, setup } from "./lib/setup.mjs";
 
 const infra = await setup();
 run(process.execPath, [join(root, "scripts", "check-proto.mjs")]);
+log("type-checking the tests");
+const tsc = join(root, "node_modules", ".bin", "tsc");
+run(tsc, ["-p", "test", "--noEmit"]);
+run(tsc, ["-p", "sdk/test", "--noEmit"]);
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
 log("vitest");

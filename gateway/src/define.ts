@@ -122,7 +122,7 @@ export function openApiDocument(specs: RouteSpec<never, never, never>[], version
     const path = s.url.replace(/:([A-Za-z_]+)/g, "{$1}");
     const parameters: unknown[] = [];
     for (const [where, schema] of [["path", s.params], ["query", s.query]] as const) {
-      const js = schemaOf(schema as z.ZodType | undefined) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
+      const js = schemaOf(schema) as { properties?: Record<string, unknown>; required?: string[] } | undefined;
       for (const [name, p] of Object.entries(js?.properties ?? {})) {
         parameters.push({ name, in: where, required: where === "path" || (js?.required ?? []).includes(name), schema: p });
       }
@@ -137,7 +137,7 @@ export function openApiDocument(specs: RouteSpec<never, never, never>[], version
       },
     };
     if (s.auth !== "none") op.security = [{ bearer: [] }];
-    if (s.body) op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(s.body as z.ZodType) } } };
+    if (s.body) op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(s.body) } } };
     (paths[path] ??= {})[s.method.toLowerCase()] = op;
   }
   return {

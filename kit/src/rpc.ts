@@ -1,6 +1,7 @@
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import {
+  Code,
   createClient,
   createContextKey,
   createRouterTransport,
@@ -100,7 +101,7 @@ export function createServerInterceptor(log: Logger): Interceptor {
       return await next(req);
     } catch (e) {
       const ce = toConnectError(e);
-      if (ce.code === 13 /* Internal */) {
+      if (ce.code === Code.Internal) {
         log.error({ err: e, rpc: req.url, requestId: rid }, "rpc failed");
       }
       throw ce;

@@ -6,20 +6,18 @@ describe("rate limits", () => {
     const limited = await newTenant({ rate_limit_per_minute: 5 });
     const other = await newTenant({ rate_limit_per_minute: 5 });
     const token = await limited.server();
-    const statuses: number[] = [];
-    let last;
-    for (let i = 0; i < 8; i++) {
-      last = await http("GET", "/v1/users/x", { token });
-      statuses.push(last.status);
-    }
+    const answers = [];
+    for (let i = 0; i < 8; i++) answers.push(await http("GET", "/v1/users/x", { token }));
+    const statuses = answers.map((a) => a.status);
+    const last = answers[answers.length - 1] as (typeof answers)[number];
     // The first requests pass (404: no such user); the window then fills.
     expect(statuses.slice(0, 4)).toEqual([404, 404, 404, 404]);
     expect(statuses.at(-1)).toBe(429);
-    const retryAfter = last!.headers.get("retry-after");
+    const retryAfter = last.headers.get("retry-after");
     expect(retryAfter).toMatch(/^\d+$/);
     expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(retryAfter)).toBeLessThanOrEqual(60);
-    expect(envelope(last!).code).toBe("RATE_LIMITED");
+    expect(envelope(last).code).toBe("RATE_LIMITED");
     // User tokens of the same tenant share its window.
     expect((await http("GET", "/v1/users/x", { token: await limited.user("u") })).status).toBe(429);
     // Another tenant is unaffected.

@@ -8,7 +8,7 @@ export async function testInfra() {
   if (!mongoUrl || !natsUrl || !redisUrl) {
     // @ts-expect-error plain ESM script without types
     const { ensureInfra } = (await import("../../scripts/infra.mjs")) as {
-      ensureInfra(o: { root: string; log: (...a: unknown[]) => void }): Promise<{ mongoUrl: string; natsUrl: string; redisUrl: string }>;
+      ensureInfra: (o: { root: string; log: (...a: unknown[]) => void }) => Promise<{ mongoUrl: string; natsUrl: string; redisUrl: string }>;
     };
     const urls = await ensureInfra({ root: new URL("../..", import.meta.url).pathname, log: () => undefined });
     ({ mongoUrl, natsUrl, redisUrl } = urls);

@@ -7,7 +7,7 @@ run(process.execPath, [join(root, "scripts", "check-proto.mjs")]);
 log("type-checking the tests");
 const tsc = join(root, "node_modules", ".bin", "tsc");
 run(tsc, ["-p", "test", "--noEmit"]);
-run(tsc, ["-p", "sdk/test", "--noEmit"]);
+for (const dir of ["sdk/test", "kit/test", "services/identity/test"]) run(tsc, ["-p", dir, "--noEmit"]);
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
 log("vitest");

@@ -241,13 +241,14 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
       const role: RoleValue | null = req.role === Role.OWNER ? "owner" : req.role === Role.MEMBER ? "member" : null;
       if (!role) throw validationFailed([{ path: "role", message: "owner or member" }]);
       const tenantId = requireTenant(ctx);
-      await owningCaller(ctx);
+      const first = await owningCaller(ctx);
       // Under the team lock, re-read caller and target and check, so that two concurrent
       // changes (two owners demoting each other) cannot both pass.
       const updated = await operators.withTeamLock(tenantId, async () => {
-        const { caller } = await owningCaller(ctx);
-        const target = await teammate(tenantId, caller, req.operatorId);
+        const target = await teammate(tenantId, first.caller, req.operatorId);
+        // The owner rule first: a caller who lost a race for the last two owners gets its 409.
         if (role === "member") await ensureAnotherActiveOwner(tenantId, target);
+        await owningCaller(ctx);
         return operators.update(target._id, { role });
       });
       if (!updated) throw forbidden();
@@ -259,11 +260,12 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
         req.status === OperatorStatus.ACTIVE ? "active" : req.status === OperatorStatus.DISABLED ? "disabled" : null;
       if (!status) throw validationFailed([{ path: "status", message: "active or disabled" }]);
       const tenantId = requireTenant(ctx);
-      await owningCaller(ctx);
+      const first = await owningCaller(ctx);
       const updated = await operators.withTeamLock(tenantId, async () => {
-        const { caller } = await owningCaller(ctx);
-        const target = await teammate(tenantId, caller, req.operatorId);
+        const target = await teammate(tenantId, first.caller, req.operatorId);
+        // The owner rule first: a caller who lost a race for the last two owners gets its 409.
         if (status === "disabled") await ensureAnotherActiveOwner(tenantId, target);
+        await owningCaller(ctx);
         return operators.update(target._id, { status });
       });
       if (!updated) throw forbidden();

@@ -16,13 +16,17 @@ export function run(cmd, args, opts = {}) {
   return r;
 }
 
-/** `npm ci` when node_modules is missing or older than the lock file. */
+/**
+ * `npm install` (from the lock file) when node_modules is missing or older than the lock file.
+ * Not `npm ci`: the registry here serves only the linux-x64 build of buf's optional platform
+ * packages, so the lock cannot list the others and `npm ci` refuses it.
+ */
 export function ensureInstalled() {
   const marker = join(root, "node_modules", ".package-lock.json");
   const lock = join(root, "package-lock.json");
   if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
-  log("installing dependencies (npm ci)…");
-  run("npm", ["ci", "--no-audit", "--no-fund"]);
+  log("installing dependencies (npm install)…");
+  run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
 export function build() {

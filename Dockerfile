@@ -1,0 +1,66 @@
+# syntax=docker/dockerfile:1
+# One image for every process of the system; the command picks the entry:
+#   node gateway/dist/main.js                 (default: the HTTP gateway on PORT)
+#   node services/<name>/dist/main.js         (a service: gRPC + Connect on GRPC_PORT)
+# Build: docker build -t feeds:local .
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+# The workspace manifests alone, so that install layers are reused until a dependency changes.
+# A new workspace must be added here as well.
+FROM ${NODE_IMAGE} AS manifests
+WORKDIR /app
+COPY package.json package-lock.json ./
+COPY proto/package.json proto/
+COPY kit/package.json kit/
+COPY sdk/package.json sdk/
+COPY services/tenancy/package.json services/tenancy/
+COPY services/identity/package.json services/identity/
+COPY services/feed/package.json services/feed/
+COPY services/graph/package.json services/graph/
+COPY services/engagement/package.json services/engagement/
+COPY services/notification/package.json services/notification/
+COPY services/catalog/package.json services/catalog/
+COPY gateway/package.json gateway/
+COPY test/package.json test/
+
+# Compile: every workspace's dist/ (tsc -b from the root references). No install script is
+# needed for that, so none runs.
+FROM manifests AS build
+# npm install, not npm ci: the lock lists buf's linux-x64 platform package only.
+RUN npm install --ignore-scripts --no-audit --no-fund
+COPY . .
+RUN npx tsc -b
+
+# Production dependencies only: no TypeScript, buf, eslint or vitest in the final image.
+FROM manifests AS deps
+RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# argon2 is pinned to 0.44.0, whose prebuilt binary loads on Node 20 (0.45's needs Node-API 10).
+RUN node -e "require('argon2').hash('probe').then(() => console.log('argon2 ok'))"
+
+FROM ${NODE_IMAGE} AS runtime
+ARG BUILD_VERSION=dev
+# Containers must listen beyond loopback (the config's default HOST is 127.0.0.1).
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    GRPC_PORT=50051 \
+    BUILD_VERSION=${BUILD_VERSION}
+WORKDIR /app
+# Owned by root and only readable by the process user: the app cannot rewrite its own code.
+COPY --from=deps /app ./
+COPY --from=build /app/proto/dist proto/dist
+COPY --from=build /app/kit/dist kit/dist
+COPY --from=build /app/sdk/dist sdk/dist
+COPY --from=build /app/services/tenancy/dist services/tenancy/dist
+COPY --from=build /app/services/identity/dist services/identity/dist
+COPY --from=build /app/services/feed/dist services/feed/dist
+COPY --from=build /app/services/graph/dist services/graph/dist
+COPY --from=build /app/services/engagement/dist services/engagement/dist
+COPY --from=build /app/services/notification/dist services/notification/dist
+COPY --from=build /app/services/catalog/dist services/catalog/dist
+COPY --from=build /app/gateway/dist gateway/dist
+# The image's `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
+USER 1000:1000
+EXPOSE 8080 50051
+CMD ["node", "gateway/dist/main.js"]

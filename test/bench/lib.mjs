@@ -171,3 +171,17 @@ export async function api(base, method, path, { token, body } = {}) {
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
   return json;
 }
+
+function cpuTimes() {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const idle = f[3] + (f[4] ?? 0);
+  return { idle, total: f.reduce((a, b) => a + b, 0) };
+}
+
+/** Share of the machine's CPU (0–1, all cores) busy over `ms`: what else is running before a bench. */
+export async function machineBusy(ms = 1000) {
+  const a = cpuTimes();
+  await sleep(ms);
+  const b = cpuTimes();
+  return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
+}

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { ensureInfra } from "../../scripts/infra.mjs";
 
 /** The servers and keys the tests run against: from `npm test`, or ensured here when vitest runs alone. */
 export async function testInfra() {
@@ -6,12 +7,7 @@ export async function testInfra() {
   let natsUrl = process.env.FEEDS_TEST_NATS_URL;
   let redisUrl = process.env.FEEDS_TEST_REDIS_URL;
   if (!mongoUrl || !natsUrl || !redisUrl) {
-    // @ts-expect-error plain ESM script without types
-    const { ensureInfra } = (await import("../../scripts/infra.mjs")) as {
-      ensureInfra: (o: { root: string; log: (...a: unknown[]) => void }) => Promise<{ mongoUrl: string; natsUrl: string; redisUrl: string }>;
-    };
-    const urls = await ensureInfra({ root: new URL("../..", import.meta.url).pathname, log: () => undefined });
-    ({ mongoUrl, natsUrl, redisUrl } = urls);
+    ({ mongoUrl, natsUrl, redisUrl } = await ensureInfra({ log: () => undefined }));
   }
   const env = {
     MONGO_URL: mongoUrl,

@@ -10,6 +10,9 @@ import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
 import { operatorRoutes } from "./routes/operator.js";
 import { userRoutes } from "./routes/users.js";
+import { feedRoutes } from "./routes/feeds.js";
+import { graphRoutes } from "./routes/graph.js";
+import { objectRoutes } from "./routes/objects.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -46,6 +49,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   userRoutes(routes, clients);
   operatorRoutes(routes, clients, limiter, config);
   adminRoutes(routes, clients, deps.nats);
+  feedRoutes(routes, clients);
+  graphRoutes(routes, clients);
+  objectRoutes(routes, clients);
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

@@ -1,17 +1,15 @@
-import type { Client, Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import {
-  clientOf,
+  createClients,
   createInProcessTransport,
   createNetworkTransport,
   serviceNames,
   serviceUrl,
+  type Clients,
   type Infra,
   type ServiceModule,
   type ServiceName,
 } from "@feeds/kit";
-import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
-import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
-import { Health } from "@feeds/proto/grpc/health/v1/health";
 import { createTenancyModule } from "@feeds/tenancy";
 import { createIdentityModule } from "@feeds/identity";
 import { createFeedModule } from "@feeds/feed";
@@ -20,42 +18,38 @@ import { createEngagementModule } from "@feeds/engagement";
 import { createNotificationModule } from "@feeds/notification";
 import { createCatalogModule } from "@feeds/catalog";
 
-export interface Clients {
-  tenancy: Client<typeof TenancyService>;
-  users: Client<typeof UserService>;
-  operators: Client<typeof OperatorService>;
-  /** gRPC health of each service, for readiness. */
-  health: Record<ServiceName, Client<typeof Health>>;
-}
+export type { Clients };
 
-/** Builds one service's module from the shared infrastructure (one-process mode). */
-async function buildModule(name: ServiceName, infra: Infra): Promise<ServiceModule> {
+/** Builds one service's module from the shared infrastructure (one-process mode). `peers`
+ * reaches the other services once the transports exist. */
+async function buildModule(name: ServiceName, infra: Infra, peers: () => Clients): Promise<ServiceModule> {
   const { config, log } = infra;
+  const child = log.child({ svc: name });
   switch (name) {
     case "tenancy":
       return createTenancyModule({
         db: (await infra.mongo()).db,
         redis: await infra.redis(),
         masterKey: Buffer.from(config.FEEDS_MASTER_KEY, "base64"),
-        log: log.child({ svc: "tenancy" }),
+        log: child,
       });
     case "identity":
       return createIdentityModule({
         db: (await infra.mongo()).db,
         redis: await infra.redis(),
         sessionTtlSeconds: config.SESSION_TTL_SECONDS,
-        log: log.child({ svc: "identity" }),
+        log: child,
       });
     case "feed":
-      return createFeedModule({ nats: await infra.nats() });
+      return createFeedModule({ db: (await infra.mongo()).db, nats: await infra.nats(), redis: await infra.redis(), peers, log: child });
     case "graph":
-      return createGraphModule();
+      return createGraphModule({ db: (await infra.mongo()).db, log: child });
     case "engagement":
       return createEngagementModule();
     case "notification":
       return createNotificationModule({ nats: await infra.nats() });
     case "catalog":
-      return createCatalogModule();
+      return createCatalogModule({ db: (await infra.mongo()).db, log: child });
   }
 }
 
@@ -63,26 +57,20 @@ async function buildModule(name: ServiceName, infra: Infra): Promise<ServiceModu
  * Connects the gateway to the seven services: in this process (the default), or over gRPC to
  * the base URLs named by `<SERVICE>_URL` (split mode). Mixed is allowed.
  */
-export async function connectServices(
-  infra: Infra,
-): Promise<{ clients: Clients; modules: ServiceModule[] }> {
+export async function connectServices(infra: Infra): Promise<{ clients: Clients; modules: ServiceModule[] }> {
+  let clients: Clients | undefined;
+  const peers = () => {
+    if (!clients) throw new Error("services are not connected yet");
+    return clients;
+  };
   const local = serviceNames.filter((n) => !serviceUrl(infra.config, n));
-  const modules = await Promise.all(local.map((n) => buildModule(n, infra)));
+  const modules = await Promise.all(local.map((n) => buildModule(n, infra, peers)));
   const inProcess = modules.length ? createInProcessTransport(modules, infra.log) : null;
   const transports = new Map<ServiceName, Transport>();
   for (const n of serviceNames) {
     const url = serviceUrl(infra.config, n);
     transports.set(n, url ? createNetworkTransport(url) : (inProcess as Transport));
   }
-  const t = (n: ServiceName) => transports.get(n) as Transport;
-  const health = Object.fromEntries(serviceNames.map((n) => [n, clientOf(Health, t(n))])) as Clients["health"];
-  return {
-    modules,
-    clients: {
-      tenancy: clientOf(TenancyService, t("tenancy")),
-      users: clientOf(UserService, t("identity")),
-      operators: clientOf(OperatorService, t("identity")),
-      health,
-    },
-  };
+  clients = createClients((n) => transports.get(n) as Transport);
+  return { modules, clients };
 }

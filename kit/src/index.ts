@@ -10,3 +10,4 @@ export * from "./time.js";
 export * from "./crypto.js";
 export * from "./ids.js";
 export * from "./service-main.js";
+export * from "./clients.js";

@@ -4,6 +4,7 @@ import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { root } from "./setup.mjs";
+import { freePort } from "../infra.mjs";
 
 export const services = ["tenancy", "identity", "feed", "graph", "engagement", "notification", "catalog"];
 
@@ -59,14 +60,16 @@ export async function startSystem({ env, split = false, port = 0, inherit = fals
   try {
     const urls = {};
     if (split) {
-      const started = services.map((s) =>
-        startProcess(s, `services/${s}/dist/main.js`, { ...env, GRPC_PORT: "0" }, { inherit }),
+      // Ports first, so that every process (services reach their peers too) knows every URL.
+      const ports = await Promise.all(services.map(() => freePort()));
+      services.forEach((s, i) => {
+        urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i]}`;
+      });
+      const started = services.map((s, i) =>
+        startProcess(s, `services/${s}/dist/main.js`, { ...env, ...urls, GRPC_PORT: String(ports[i]) }, { inherit }),
       );
       processes.push(...started);
-      const ports = await Promise.all(started.map((p) => p.first));
-      services.forEach((s, i) => {
-        urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i].port}`;
-      });
+      await Promise.all(started.map((p) => p.first));
     }
     const gw = startProcess("gateway", "gateway/dist/main.js", { ...env, ...urls, PORT: String(port) }, { inherit });
     processes.push(gw);

@@ -1,7 +1,8 @@
-import type { ServiceModule } from "@feeds/kit";
+import type { Db } from "mongodb";
+import type { Logger, ServiceModule } from "@feeds/kit";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 
-/** The catalog service. Its RPCs arrive with their issue; today it serves its health check. */
-export async function createCatalogModule(): Promise<ServiceModule> {
+/** The catalog service: tenant objects `type:id`. */
+export async function createCatalogModule(_deps: { db: Db; log: Logger }): Promise<ServiceModule> {
   return { name: "catalog", routes: (router) => router.service(CatalogService, {}) };
 }

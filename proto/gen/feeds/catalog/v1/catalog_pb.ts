@@ -2,23 +2,395 @@
 // @generated from file feeds/catalog/v1/catalog.proto (package feeds.catalog.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/catalog/v1/catalog.proto.
  */
 export const file_feeds_catalog_v1_catalog: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mZWVkcy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SEGZlZWRzLmNhdGFsb2cudjEyEAoOQ2F0YWxvZ1NlcnZpY2ViBnByb3RvMw");
+  fileDesc("Ch5mZWVkcy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SEGZlZWRzLmNhdGFsb2cudjEiawoKRmVlZE9iamVjdBIMCgR0eXBlGAEgASgJEgoKAmlkGAIgASgJEhMKC2N1c3RvbV9qc29uGAMgASgJEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIiUKCU9iamVjdFJlZhIMCgR0eXBlGAEgASgJEgoKAmlkGAIgASgJIkEKEFB1dE9iamVjdFJlcXVlc3QSDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRITCgtjdXN0b21fanNvbhgDIAEoCSJSChFQdXRPYmplY3RSZXNwb25zZRIsCgZvYmplY3QYASABKAsyHC5mZWVkcy5jYXRhbG9nLnYxLkZlZWRPYmplY3QSDwoHY3JlYXRlZBgCIAEoCCI8ChBHZXRPYmplY3RSZXF1ZXN0EigKA3JlZhgBIAEoCzIbLmZlZWRzLmNhdGFsb2cudjEuT2JqZWN0UmVmIkEKEUdldE9iamVjdFJlc3BvbnNlEiwKBm9iamVjdBgBIAEoCzIcLmZlZWRzLmNhdGFsb2cudjEuRmVlZE9iamVjdCI+ChFHZXRPYmplY3RzUmVxdWVzdBIpCgRyZWZzGAEgAygLMhsuZmVlZHMuY2F0YWxvZy52MS5PYmplY3RSZWYiQwoSR2V0T2JqZWN0c1Jlc3BvbnNlEi0KB29iamVjdHMYASADKAsyHC5mZWVkcy5jYXRhbG9nLnYxLkZlZWRPYmplY3QiXwoSUGF0Y2hPYmplY3RSZXF1ZXN0EigKA3JlZhgBIAEoCzIbLmZlZWRzLmNhdGFsb2cudjEuT2JqZWN0UmVmEhAKCHNldF9qc29uGAIgASgJEg0KBXVuc2V0GAMgAygJIkMKE1BhdGNoT2JqZWN0UmVzcG9uc2USLAoGb2JqZWN0GAEgASgLMhwuZmVlZHMuY2F0YWxvZy52MS5GZWVkT2JqZWN0Ij8KE0RlbGV0ZU9iamVjdFJlcXVlc3QSKAoDcmVmGAEgASgLMhsuZmVlZHMuY2F0YWxvZy52MS5PYmplY3RSZWYiFgoURGVsZXRlT2JqZWN0UmVzcG9uc2UiTAoVQnVsa1B1dE9iamVjdHNSZXF1ZXN0EjMKB29iamVjdHMYASADKAsyIi5mZWVkcy5jYXRhbG9nLnYxLlB1dE9iamVjdFJlcXVlc3QiYwoKQnVsa1Jlc3VsdBINCgVpbmRleBgBIAEoBRIKCgJvaxgCIAEoCBIMCgRjb2RlGAMgASgJEiwKBm9iamVjdBgEIAEoCzIcLmZlZWRzLmNhdGFsb2cudjEuRmVlZE9iamVjdCJHChZCdWxrUHV0T2JqZWN0c1Jlc3BvbnNlEi0KB3Jlc3VsdHMYASADKAsyHC5mZWVkcy5jYXRhbG9nLnYxLkJ1bGtSZXN1bHQytQQKDkNhdGFsb2dTZXJ2aWNlElQKCVB1dE9iamVjdBIiLmZlZWRzLmNhdGFsb2cudjEuUHV0T2JqZWN0UmVxdWVzdBojLmZlZWRzLmNhdGFsb2cudjEuUHV0T2JqZWN0UmVzcG9uc2USVAoJR2V0T2JqZWN0EiIuZmVlZHMuY2F0YWxvZy52MS5HZXRPYmplY3RSZXF1ZXN0GiMuZmVlZHMuY2F0YWxvZy52MS5HZXRPYmplY3RSZXNwb25zZRJXCgpHZXRPYmplY3RzEiMuZmVlZHMuY2F0YWxvZy52MS5HZXRPYmplY3RzUmVxdWVzdBokLmZlZWRzLmNhdGFsb2cudjEuR2V0T2JqZWN0c1Jlc3BvbnNlEloKC1BhdGNoT2JqZWN0EiQuZmVlZHMuY2F0YWxvZy52MS5QYXRjaE9iamVjdFJlcXVlc3QaJS5mZWVkcy5jYXRhbG9nLnYxLlBhdGNoT2JqZWN0UmVzcG9uc2USXQoMRGVsZXRlT2JqZWN0EiUuZmVlZHMuY2F0YWxvZy52MS5EZWxldGVPYmplY3RSZXF1ZXN0GiYuZmVlZHMuY2F0YWxvZy52MS5EZWxldGVPYmplY3RSZXNwb25zZRJjCg5CdWxrUHV0T2JqZWN0cxInLmZlZWRzLmNhdGFsb2cudjEuQnVsa1B1dE9iamVjdHNSZXF1ZXN0GiguZmVlZHMuY2F0YWxvZy52MS5CdWxrUHV0T2JqZWN0c1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
 
 /**
- * Tenant objects addressed type:id.
- * The RPCs arrive with the issue that builds this service; the package, the service and its
- * health check exist from the start so deployment, readiness and the gateway wiring do not change.
+ * @generated from message feeds.catalog.v1.FeedObject
+ */
+export type FeedObject = Message<"feeds.catalog.v1.FeedObject"> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string custom_json = 3;
+   */
+  customJson: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 4;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.FeedObject.
+ * Use `create(FeedObjectSchema)` to create a new message.
+ */
+export const FeedObjectSchema: GenMessage<FeedObject> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 0);
+
+/**
+ * @generated from message feeds.catalog.v1.ObjectRef
+ */
+export type ObjectRef = Message<"feeds.catalog.v1.ObjectRef"> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.ObjectRef.
+ * Use `create(ObjectRefSchema)` to create a new message.
+ */
+export const ObjectRefSchema: GenMessage<ObjectRef> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 1);
+
+/**
+ * @generated from message feeds.catalog.v1.PutObjectRequest
+ */
+export type PutObjectRequest = Message<"feeds.catalog.v1.PutObjectRequest"> & {
+  /**
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string custom_json = 3;
+   */
+  customJson: string;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.PutObjectRequest.
+ * Use `create(PutObjectRequestSchema)` to create a new message.
+ */
+export const PutObjectRequestSchema: GenMessage<PutObjectRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 2);
+
+/**
+ * @generated from message feeds.catalog.v1.PutObjectResponse
+ */
+export type PutObjectResponse = Message<"feeds.catalog.v1.PutObjectResponse"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.FeedObject object = 1;
+   */
+  object?: FeedObject | undefined;
+
+  /**
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.PutObjectResponse.
+ * Use `create(PutObjectResponseSchema)` to create a new message.
+ */
+export const PutObjectResponseSchema: GenMessage<PutObjectResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 3);
+
+/**
+ * @generated from message feeds.catalog.v1.GetObjectRequest
+ */
+export type GetObjectRequest = Message<"feeds.catalog.v1.GetObjectRequest"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.ObjectRef ref = 1;
+   */
+  ref?: ObjectRef | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.GetObjectRequest.
+ * Use `create(GetObjectRequestSchema)` to create a new message.
+ */
+export const GetObjectRequestSchema: GenMessage<GetObjectRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 4);
+
+/**
+ * @generated from message feeds.catalog.v1.GetObjectResponse
+ */
+export type GetObjectResponse = Message<"feeds.catalog.v1.GetObjectResponse"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.FeedObject object = 1;
+   */
+  object?: FeedObject | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.GetObjectResponse.
+ * Use `create(GetObjectResponseSchema)` to create a new message.
+ */
+export const GetObjectResponseSchema: GenMessage<GetObjectResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 5);
+
+/**
+ * @generated from message feeds.catalog.v1.GetObjectsRequest
+ */
+export type GetObjectsRequest = Message<"feeds.catalog.v1.GetObjectsRequest"> & {
+  /**
+   * @generated from field: repeated feeds.catalog.v1.ObjectRef refs = 1;
+   */
+  refs: ObjectRef[];
+};
+
+/**
+ * Describes the message feeds.catalog.v1.GetObjectsRequest.
+ * Use `create(GetObjectsRequestSchema)` to create a new message.
+ */
+export const GetObjectsRequestSchema: GenMessage<GetObjectsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 6);
+
+/**
+ * @generated from message feeds.catalog.v1.GetObjectsResponse
+ */
+export type GetObjectsResponse = Message<"feeds.catalog.v1.GetObjectsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.catalog.v1.FeedObject objects = 1;
+   */
+  objects: FeedObject[];
+};
+
+/**
+ * Describes the message feeds.catalog.v1.GetObjectsResponse.
+ * Use `create(GetObjectsResponseSchema)` to create a new message.
+ */
+export const GetObjectsResponseSchema: GenMessage<GetObjectsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 7);
+
+/**
+ * @generated from message feeds.catalog.v1.PatchObjectRequest
+ */
+export type PatchObjectRequest = Message<"feeds.catalog.v1.PatchObjectRequest"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.ObjectRef ref = 1;
+   */
+  ref?: ObjectRef | undefined;
+
+  /**
+   * JSON object: "custom.<path>" → value.
+   *
+   * @generated from field: string set_json = 2;
+   */
+  setJson: string;
+
+  /**
+   * @generated from field: repeated string unset = 3;
+   */
+  unset: string[];
+};
+
+/**
+ * Describes the message feeds.catalog.v1.PatchObjectRequest.
+ * Use `create(PatchObjectRequestSchema)` to create a new message.
+ */
+export const PatchObjectRequestSchema: GenMessage<PatchObjectRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 8);
+
+/**
+ * @generated from message feeds.catalog.v1.PatchObjectResponse
+ */
+export type PatchObjectResponse = Message<"feeds.catalog.v1.PatchObjectResponse"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.FeedObject object = 1;
+   */
+  object?: FeedObject | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.PatchObjectResponse.
+ * Use `create(PatchObjectResponseSchema)` to create a new message.
+ */
+export const PatchObjectResponseSchema: GenMessage<PatchObjectResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 9);
+
+/**
+ * @generated from message feeds.catalog.v1.DeleteObjectRequest
+ */
+export type DeleteObjectRequest = Message<"feeds.catalog.v1.DeleteObjectRequest"> & {
+  /**
+   * @generated from field: feeds.catalog.v1.ObjectRef ref = 1;
+   */
+  ref?: ObjectRef | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.DeleteObjectRequest.
+ * Use `create(DeleteObjectRequestSchema)` to create a new message.
+ */
+export const DeleteObjectRequestSchema: GenMessage<DeleteObjectRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 10);
+
+/**
+ * @generated from message feeds.catalog.v1.DeleteObjectResponse
+ */
+export type DeleteObjectResponse = Message<"feeds.catalog.v1.DeleteObjectResponse"> & {
+};
+
+/**
+ * Describes the message feeds.catalog.v1.DeleteObjectResponse.
+ * Use `create(DeleteObjectResponseSchema)` to create a new message.
+ */
+export const DeleteObjectResponseSchema: GenMessage<DeleteObjectResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 11);
+
+/**
+ * @generated from message feeds.catalog.v1.BulkPutObjectsRequest
+ */
+export type BulkPutObjectsRequest = Message<"feeds.catalog.v1.BulkPutObjectsRequest"> & {
+  /**
+   * @generated from field: repeated feeds.catalog.v1.PutObjectRequest objects = 1;
+   */
+  objects: PutObjectRequest[];
+};
+
+/**
+ * Describes the message feeds.catalog.v1.BulkPutObjectsRequest.
+ * Use `create(BulkPutObjectsRequestSchema)` to create a new message.
+ */
+export const BulkPutObjectsRequestSchema: GenMessage<BulkPutObjectsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 12);
+
+/**
+ * @generated from message feeds.catalog.v1.BulkResult
+ */
+export type BulkResult = Message<"feeds.catalog.v1.BulkResult"> & {
+  /**
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: bool ok = 2;
+   */
+  ok: boolean;
+
+  /**
+   * Interface error code of a failed item.
+   *
+   * @generated from field: string code = 3;
+   */
+  code: string;
+
+  /**
+   * @generated from field: feeds.catalog.v1.FeedObject object = 4;
+   */
+  object?: FeedObject | undefined;
+};
+
+/**
+ * Describes the message feeds.catalog.v1.BulkResult.
+ * Use `create(BulkResultSchema)` to create a new message.
+ */
+export const BulkResultSchema: GenMessage<BulkResult> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 13);
+
+/**
+ * @generated from message feeds.catalog.v1.BulkPutObjectsResponse
+ */
+export type BulkPutObjectsResponse = Message<"feeds.catalog.v1.BulkPutObjectsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.catalog.v1.BulkResult results = 1;
+   */
+  results: BulkResult[];
+};
+
+/**
+ * Describes the message feeds.catalog.v1.BulkPutObjectsResponse.
+ * Use `create(BulkPutObjectsResponseSchema)` to create a new message.
+ */
+export const BulkPutObjectsResponseSchema: GenMessage<BulkPutObjectsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_catalog_v1_catalog, 14);
+
+/**
+ * Tenant objects addressed `type:id`. The tenant travels in the call's context headers.
  *
  * @generated from service feeds.catalog.v1.CatalogService
  */
 export const CatalogService: GenService<{
+  /**
+   * Creates or replaces an object; `created` tells which.
+   *
+   * @generated from rpc feeds.catalog.v1.CatalogService.PutObject
+   */
+  putObject: {
+    methodKind: "unary";
+    input: typeof PutObjectRequestSchema;
+    output: typeof PutObjectResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.catalog.v1.CatalogService.GetObject
+   */
+  getObject: {
+    methodKind: "unary";
+    input: typeof GetObjectRequestSchema;
+    output: typeof GetObjectResponseSchema;
+  },
+  /**
+   * Batch read for feed enrichment and GET /v1/objects?refs=: missing refs are absent.
+   *
+   * @generated from rpc feeds.catalog.v1.CatalogService.GetObjects
+   */
+  getObjects: {
+    methodKind: "unary";
+    input: typeof GetObjectsRequestSchema;
+    output: typeof GetObjectsResponseSchema;
+  },
+  /**
+   * `set` values and `unset` paths under `custom.`.
+   *
+   * @generated from rpc feeds.catalog.v1.CatalogService.PatchObject
+   */
+  patchObject: {
+    methodKind: "unary";
+    input: typeof PatchObjectRequestSchema;
+    output: typeof PatchObjectResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.catalog.v1.CatalogService.DeleteObject
+   */
+  deleteObject: {
+    methodKind: "unary";
+    input: typeof DeleteObjectRequestSchema;
+    output: typeof DeleteObjectResponseSchema;
+  },
+  /**
+   * Upserts up to 100 objects; answers one result per input, in order.
+   *
+   * @generated from rpc feeds.catalog.v1.CatalogService.BulkPutObjects
+   */
+  bulkPutObjects: {
+    methodKind: "unary";
+    input: typeof BulkPutObjectsRequestSchema;
+    output: typeof BulkPutObjectsResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_catalog_v1_catalog, 0);
 

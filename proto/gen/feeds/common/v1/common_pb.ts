@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/common/v1/common.proto.
  */
 export const file_feeds_common_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChxmZWVkcy9jb21tb24vdjEvY29tbW9uLnByb3RvEg9mZWVkcy5jb21tb24udjEiTgoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEi8KBmZpZWxkcxgCIAMoCzIfLmZlZWRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiIvCg5GaWVsZFZpb2xhdGlvbhIMCgRwYXRoGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiLAoLUGFnZVJlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJYgZwcm90bzM");
+  fileDesc("ChxmZWVkcy9jb21tb24vdjEvY29tbW9uLnByb3RvEg9mZWVkcy5jb21tb24udjEiTgoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEi8KBmZpZWxkcxgCIAMoCzIfLmZlZWRzLmNvbW1vbi52MS5GaWVsZFZpb2xhdGlvbiIvCg5GaWVsZFZpb2xhdGlvbhIMCgRwYXRoGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiLAoLUGFnZVJlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIiQKB0ZlZWRSZWYSDQoFZ3JvdXAYASABKAkSCgoCaWQYAiABKAliBnByb3RvMw");
 
 /**
  * Detail attached to every ConnectError a service raises. The gateway maps the Connect code and
@@ -84,4 +84,28 @@ export type PageRequest = Message<"feeds.common.v1.PageRequest"> & {
  */
 export const PageRequestSchema: GenMessage<PageRequest> = /*@__PURE__*/
   messageDesc(file_feeds_common_v1_common, 2);
+
+/**
+ * A feed, written `group:id` in the interface.
+ *
+ * @generated from message feeds.common.v1.FeedRef
+ */
+export type FeedRef = Message<"feeds.common.v1.FeedRef"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.common.v1.FeedRef.
+ * Use `create(FeedRefSchema)` to create a new message.
+ */
+export const FeedRefSchema: GenMessage<FeedRef> = /*@__PURE__*/
+  messageDesc(file_feeds_common_v1_common, 3);
 

@@ -2,23 +2,769 @@
 // @generated from file feeds/feed/v1/feed.proto (package feeds.feed.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FeedRef, PageRequest } from "../../common/v1/common_pb.js";
+import { file_feeds_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/feed/v1/feed.proto.
  */
 export const file_feeds_feed_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEyDQoLRmVlZFNlcnZpY2ViBnByb3RvMw");
+  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEi2gMKCEFjdGl2aXR5EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEgwKBHZlcmIYAyABKAkSDgoGb2JqZWN0GAQgASgJEhMKBnRhcmdldBgFIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBiABKAlIAYgBARIoCgR0aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgIIAEoCRITCgtvcmlnaW5fZmVlZBgJIAEoCRJECg9yZWFjdGlvbl9jb3VudHMYCiADKAsyKy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5LlJlYWN0aW9uQ291bnRzRW50cnkSDAoEcmVmcxgLIAMoCRItCgllZGl0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3ZlcnNpb24YDSABKAMSLgoKZGVsZXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaNQoTUmVhY3Rpb25Db3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQizwEKC05ld0FjdGl2aXR5Eg0KBWFjdG9yGAEgASgJEgwKBHZlcmIYAiABKAkSDgoGb2JqZWN0GAMgASgJEhMKBnRhcmdldBgEIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBSABKAlIAYgBARIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgHIAEoCRIMCgRyZWZzGAggAygJQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQiagoSQWRkQWN0aXZpdHlSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIsCghhY3Rpdml0eRgCIAEoCzIaLmZlZWRzLmZlZWQudjEuTmV3QWN0aXZpdHkiYwoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCSIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCTLjBwoLRmVlZFNlcnZpY2USVAoLQWRkQWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXNwb25zZRJUCgtHZXRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlc3BvbnNlEloKDUdldEFjdGl2aXRpZXMSIy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVzcG9uc2USWgoNUGF0Y2hBY3Rpdml0eRIjLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXNwb25zZRJdCg5EZWxldGVBY3Rpdml0eRIkLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlc3BvbnNlEksKCFJlYWRGZWVkEh4uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlcXVlc3QaHy5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVzcG9uc2USTgoJR2V0U2lnbmFsEh8uZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXF1ZXN0GiAuZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXNwb25zZRJUCgtDb3B5SGlzdG9yeRIhLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlc3BvbnNlEloKDVJlbW92ZUhpc3RvcnkSIy5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVzcG9uc2USYwoQSW1wb3J0QWN0aXZpdGllcxImLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1JlcXVlc3QaJy5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRJdCg5MaXN0QWN0aXZpdGllcxIkLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1Jlc3BvbnNlYgZwcm90bzM", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
- * Activities, dedupe identities, feed entries, promoted records and the fan-out worker.
- * The RPCs arrive with the issue that builds this service; the package, the service and its
- * health check exist from the start so deployment, readiness and the gateway wiring do not change.
+ * @generated from message feeds.feed.v1.Activity
+ */
+export type Activity = Message<"feeds.feed.v1.Activity"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: string verb = 3;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string object = 4;
+   */
+  object: string;
+
+  /**
+   * @generated from field: optional string target = 5;
+   */
+  target?: string | undefined;
+
+  /**
+   * @generated from field: optional string foreign_id = 6;
+   */
+  foreignId?: string | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp time = 7;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string custom_json = 8;
+   */
+  customJson: string;
+
+  /**
+   * @generated from field: string origin_feed = 9;
+   */
+  originFeed: string;
+
+  /**
+   * @generated from field: map<string, int64> reaction_counts = 10;
+   */
+  reactionCounts: { [key: string]: bigint };
+
+  /**
+   * @generated from field: repeated string refs = 11;
+   */
+  refs: string[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp edited_at = 12;
+   */
+  editedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: int64 version = 13;
+   */
+  version: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp deleted_at = 14;
+   */
+  deletedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.Activity.
+ * Use `create(ActivitySchema)` to create a new message.
+ */
+export const ActivitySchema: GenMessage<Activity> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 0);
+
+/**
+ * @generated from message feeds.feed.v1.NewActivity
+ */
+export type NewActivity = Message<"feeds.feed.v1.NewActivity"> & {
+  /**
+   * @generated from field: string actor = 1;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: string verb = 2;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string object = 3;
+   */
+  object: string;
+
+  /**
+   * @generated from field: optional string target = 4;
+   */
+  target?: string | undefined;
+
+  /**
+   * @generated from field: optional string foreign_id = 5;
+   */
+  foreignId?: string | undefined;
+
+  /**
+   * Absent: now.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string custom_json = 7;
+   */
+  customJson: string;
+
+  /**
+   * @generated from field: repeated string refs = 8;
+   */
+  refs: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.NewActivity.
+ * Use `create(NewActivitySchema)` to create a new message.
+ */
+export const NewActivitySchema: GenMessage<NewActivity> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 1);
+
+/**
+ * @generated from message feeds.feed.v1.AddActivityRequest
+ */
+export type AddActivityRequest = Message<"feeds.feed.v1.AddActivityRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.feed.v1.NewActivity activity = 2;
+   */
+  activity?: NewActivity | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.AddActivityRequest.
+ * Use `create(AddActivityRequestSchema)` to create a new message.
+ */
+export const AddActivityRequestSchema: GenMessage<AddActivityRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 2);
+
+/**
+ * @generated from message feeds.feed.v1.AddActivityResponse
+ */
+export type AddActivityResponse = Message<"feeds.feed.v1.AddActivityResponse"> & {
+  /**
+   * @generated from field: feeds.feed.v1.Activity activity = 1;
+   */
+  activity?: Activity | undefined;
+
+  /**
+   * False for a live duplicate (foreign_id, time): the existing activity, no second fan-out.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+
+  /**
+   * @generated from field: repeated string warnings = 3;
+   */
+  warnings: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.AddActivityResponse.
+ * Use `create(AddActivityResponseSchema)` to create a new message.
+ */
+export const AddActivityResponseSchema: GenMessage<AddActivityResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 3);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivityRequest
+ */
+export type GetActivityRequest = Message<"feeds.feed.v1.GetActivityRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivityRequest.
+ * Use `create(GetActivityRequestSchema)` to create a new message.
+ */
+export const GetActivityRequestSchema: GenMessage<GetActivityRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 4);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivityResponse
+ */
+export type GetActivityResponse = Message<"feeds.feed.v1.GetActivityResponse"> & {
+  /**
+   * @generated from field: feeds.feed.v1.Activity activity = 1;
+   */
+  activity?: Activity | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivityResponse.
+ * Use `create(GetActivityResponseSchema)` to create a new message.
+ */
+export const GetActivityResponseSchema: GenMessage<GetActivityResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 5);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivitiesRequest
+ */
+export type GetActivitiesRequest = Message<"feeds.feed.v1.GetActivitiesRequest"> & {
+  /**
+   * @generated from field: repeated string ids = 1;
+   */
+  ids: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivitiesRequest.
+ * Use `create(GetActivitiesRequestSchema)` to create a new message.
+ */
+export const GetActivitiesRequestSchema: GenMessage<GetActivitiesRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 6);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivitiesResponse
+ */
+export type GetActivitiesResponse = Message<"feeds.feed.v1.GetActivitiesResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.Activity activities = 1;
+   */
+  activities: Activity[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivitiesResponse.
+ * Use `create(GetActivitiesResponseSchema)` to create a new message.
+ */
+export const GetActivitiesResponseSchema: GenMessage<GetActivitiesResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 7);
+
+/**
+ * @generated from message feeds.feed.v1.PatchActivityRequest
+ */
+export type PatchActivityRequest = Message<"feeds.feed.v1.PatchActivityRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * JSON object: "custom.<path>" → value.
+   *
+   * @generated from field: string set_json = 2;
+   */
+  setJson: string;
+
+  /**
+   * @generated from field: repeated string unset = 3;
+   */
+  unset: string[];
+
+  /**
+   * Replaces the refs when `has_refs`.
+   *
+   * @generated from field: bool has_refs = 4;
+   */
+  hasRefs: boolean;
+
+  /**
+   * @generated from field: repeated string refs = 5;
+   */
+  refs: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.PatchActivityRequest.
+ * Use `create(PatchActivityRequestSchema)` to create a new message.
+ */
+export const PatchActivityRequestSchema: GenMessage<PatchActivityRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 8);
+
+/**
+ * @generated from message feeds.feed.v1.PatchActivityResponse
+ */
+export type PatchActivityResponse = Message<"feeds.feed.v1.PatchActivityResponse"> & {
+  /**
+   * @generated from field: feeds.feed.v1.Activity activity = 1;
+   */
+  activity?: Activity | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.PatchActivityResponse.
+ * Use `create(PatchActivityResponseSchema)` to create a new message.
+ */
+export const PatchActivityResponseSchema: GenMessage<PatchActivityResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 9);
+
+/**
+ * @generated from message feeds.feed.v1.DeleteActivityRequest
+ */
+export type DeleteActivityRequest = Message<"feeds.feed.v1.DeleteActivityRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.DeleteActivityRequest.
+ * Use `create(DeleteActivityRequestSchema)` to create a new message.
+ */
+export const DeleteActivityRequestSchema: GenMessage<DeleteActivityRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 10);
+
+/**
+ * @generated from message feeds.feed.v1.DeleteActivityResponse
+ */
+export type DeleteActivityResponse = Message<"feeds.feed.v1.DeleteActivityResponse"> & {
+};
+
+/**
+ * Describes the message feeds.feed.v1.DeleteActivityResponse.
+ * Use `create(DeleteActivityResponseSchema)` to create a new message.
+ */
+export const DeleteActivityResponseSchema: GenMessage<DeleteActivityResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 11);
+
+/**
+ * @generated from message feeds.feed.v1.ReadFeedRequest
+ */
+export type ReadFeedRequest = Message<"feeds.feed.v1.ReadFeedRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ReadFeedRequest.
+ * Use `create(ReadFeedRequestSchema)` to create a new message.
+ */
+export const ReadFeedRequestSchema: GenMessage<ReadFeedRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 12);
+
+/**
+ * @generated from message feeds.feed.v1.ReadFeedResponse
+ */
+export type ReadFeedResponse = Message<"feeds.feed.v1.ReadFeedResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.Activity activities = 1;
+   */
+  activities: Activity[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ReadFeedResponse.
+ * Use `create(ReadFeedResponseSchema)` to create a new message.
+ */
+export const ReadFeedResponseSchema: GenMessage<ReadFeedResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 13);
+
+/**
+ * @generated from message feeds.feed.v1.GetSignalRequest
+ */
+export type GetSignalRequest = Message<"feeds.feed.v1.GetSignalRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetSignalRequest.
+ * Use `create(GetSignalRequestSchema)` to create a new message.
+ */
+export const GetSignalRequestSchema: GenMessage<GetSignalRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 14);
+
+/**
+ * @generated from message feeds.feed.v1.GetSignalResponse
+ */
+export type GetSignalResponse = Message<"feeds.feed.v1.GetSignalResponse"> & {
+  /**
+   * @generated from field: int64 version = 1;
+   */
+  version: bigint;
+
+  /**
+   * Id of the newest activity in the feed; empty when the feed is empty.
+   *
+   * @generated from field: string head = 2;
+   */
+  head: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetSignalResponse.
+ * Use `create(GetSignalResponseSchema)` to create a new message.
+ */
+export const GetSignalResponseSchema: GenMessage<GetSignalResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 15);
+
+/**
+ * @generated from message feeds.feed.v1.CopyHistoryRequest
+ */
+export type CopyHistoryRequest = Message<"feeds.feed.v1.CopyHistoryRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef source = 1;
+   */
+  source?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.FeedRef target = 2;
+   */
+  target?: FeedRef | undefined;
+
+  /**
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message feeds.feed.v1.CopyHistoryRequest.
+ * Use `create(CopyHistoryRequestSchema)` to create a new message.
+ */
+export const CopyHistoryRequestSchema: GenMessage<CopyHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 16);
+
+/**
+ * @generated from message feeds.feed.v1.CopyHistoryResponse
+ */
+export type CopyHistoryResponse = Message<"feeds.feed.v1.CopyHistoryResponse"> & {
+  /**
+   * @generated from field: int32 copied = 1;
+   */
+  copied: number;
+};
+
+/**
+ * Describes the message feeds.feed.v1.CopyHistoryResponse.
+ * Use `create(CopyHistoryResponseSchema)` to create a new message.
+ */
+export const CopyHistoryResponseSchema: GenMessage<CopyHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 17);
+
+/**
+ * @generated from message feeds.feed.v1.RemoveHistoryRequest
+ */
+export type RemoveHistoryRequest = Message<"feeds.feed.v1.RemoveHistoryRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef source = 1;
+   */
+  source?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.FeedRef target = 2;
+   */
+  target?: FeedRef | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.RemoveHistoryRequest.
+ * Use `create(RemoveHistoryRequestSchema)` to create a new message.
+ */
+export const RemoveHistoryRequestSchema: GenMessage<RemoveHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 18);
+
+/**
+ * @generated from message feeds.feed.v1.RemoveHistoryResponse
+ */
+export type RemoveHistoryResponse = Message<"feeds.feed.v1.RemoveHistoryResponse"> & {
+  /**
+   * @generated from field: int32 removed = 1;
+   */
+  removed: number;
+};
+
+/**
+ * Describes the message feeds.feed.v1.RemoveHistoryResponse.
+ * Use `create(RemoveHistoryResponseSchema)` to create a new message.
+ */
+export const RemoveHistoryResponseSchema: GenMessage<RemoveHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 19);
+
+/**
+ * @generated from message feeds.feed.v1.ImportItem
+ */
+export type ImportItem = Message<"feeds.feed.v1.ImportItem"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.feed.v1.NewActivity activity = 2;
+   */
+  activity?: NewActivity | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ImportItem.
+ * Use `create(ImportItemSchema)` to create a new message.
+ */
+export const ImportItemSchema: GenMessage<ImportItem> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 20);
+
+/**
+ * @generated from message feeds.feed.v1.ImportActivitiesRequest
+ */
+export type ImportActivitiesRequest = Message<"feeds.feed.v1.ImportActivitiesRequest"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.ImportItem items = 1;
+   */
+  items: ImportItem[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.ImportActivitiesRequest.
+ * Use `create(ImportActivitiesRequestSchema)` to create a new message.
+ */
+export const ImportActivitiesRequestSchema: GenMessage<ImportActivitiesRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 21);
+
+/**
+ * @generated from message feeds.feed.v1.ImportResult
+ */
+export type ImportResult = Message<"feeds.feed.v1.ImportResult"> & {
+  /**
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: bool ok = 2;
+   */
+  ok: boolean;
+
+  /**
+   * @generated from field: string id = 3;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string code = 4;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ImportResult.
+ * Use `create(ImportResultSchema)` to create a new message.
+ */
+export const ImportResultSchema: GenMessage<ImportResult> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 22);
+
+/**
+ * @generated from message feeds.feed.v1.ImportActivitiesResponse
+ */
+export type ImportActivitiesResponse = Message<"feeds.feed.v1.ImportActivitiesResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.ImportResult results = 1;
+   */
+  results: ImportResult[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.ImportActivitiesResponse.
+ * Use `create(ImportActivitiesResponseSchema)` to create a new message.
+ */
+export const ImportActivitiesResponseSchema: GenMessage<ImportActivitiesResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 23);
+
+/**
+ * @generated from message feeds.feed.v1.ListActivitiesRequest
+ */
+export type ListActivitiesRequest = Message<"feeds.feed.v1.ListActivitiesRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 1;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ListActivitiesRequest.
+ * Use `create(ListActivitiesRequestSchema)` to create a new message.
+ */
+export const ListActivitiesRequestSchema: GenMessage<ListActivitiesRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 24);
+
+/**
+ * @generated from message feeds.feed.v1.ListActivitiesResponse
+ */
+export type ListActivitiesResponse = Message<"feeds.feed.v1.ListActivitiesResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.Activity activities = 1;
+   */
+  activities: Activity[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ListActivitiesResponse.
+ * Use `create(ListActivitiesResponseSchema)` to create a new message.
+ */
+export const ListActivitiesResponseSchema: GenMessage<ListActivitiesResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 25);
+
+/**
+ * Activities, dedupe identities, feed entries (materialised timelines), promoted records and the
+ * fan-out worker. The tenant and caller travel in the call's context headers.
  *
  * @generated from service feeds.feed.v1.FeedService
  */
 export const FeedService: GenService<{
+  /**
+   * Stores the activity and its outbox record, answers, then publishes the fan-out.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.AddActivity
+   */
+  addActivity: {
+    methodKind: "unary";
+    input: typeof AddActivityRequestSchema;
+    output: typeof AddActivityResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.feed.v1.FeedService.GetActivity
+   */
+  getActivity: {
+    methodKind: "unary";
+    input: typeof GetActivityRequestSchema;
+    output: typeof GetActivityResponseSchema;
+  },
+  /**
+   * Batch read by id (live activities only; missing ids are absent).
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.GetActivities
+   */
+  getActivities: {
+    methodKind: "unary";
+    input: typeof GetActivitiesRequestSchema;
+    output: typeof GetActivitiesResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.feed.v1.FeedService.PatchActivity
+   */
+  patchActivity: {
+    methodKind: "unary";
+    input: typeof PatchActivityRequestSchema;
+    output: typeof PatchActivityResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.feed.v1.FeedService.DeleteActivity
+   */
+  deleteActivity: {
+    methodKind: "unary";
+    input: typeof DeleteActivityRequestSchema;
+    output: typeof DeleteActivityResponseSchema;
+  },
+  /**
+   * One keyset page of a feed, newest first, with its activities.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.ReadFeed
+   */
+  readFeed: {
+    methodKind: "unary";
+    input: typeof ReadFeedRequestSchema;
+    output: typeof ReadFeedResponseSchema;
+  },
+  /**
+   * The feed's change signal: its head version.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.GetSignal
+   */
+  getSignal: {
+    methodKind: "unary";
+    input: typeof GetSignalRequestSchema;
+    output: typeof GetSignalResponseSchema;
+  },
+  /**
+   * Follow: copies the target's newest activities into the source feed.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.CopyHistory
+   */
+  copyHistory: {
+    methodKind: "unary";
+    input: typeof CopyHistoryRequestSchema;
+    output: typeof CopyHistoryResponseSchema;
+  },
+  /**
+   * Unfollow: removes from the source feed what came from the target.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.RemoveHistory
+   */
+  removeHistory: {
+    methodKind: "unary";
+    input: typeof RemoveHistoryRequestSchema;
+    output: typeof RemoveHistoryResponseSchema;
+  },
+  /**
+   * Batch import: fan-out runs, no live head keys are written, time is not clamped.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.ImportActivities
+   */
+  importActivities: {
+    methodKind: "unary";
+    input: typeof ImportActivitiesRequestSchema;
+    output: typeof ImportActivitiesResponseSchema;
+  },
+  /**
+   * Inspector: every activity of the tenant, tombstones included, (time desc, id desc).
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.ListActivities
+   */
+  listActivities: {
+    methodKind: "unary";
+    input: typeof ListActivitiesRequestSchema;
+    output: typeof ListActivitiesResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_feed_v1_feed, 0);
 

@@ -2,23 +2,456 @@
 // @generated from file feeds/graph/v1/graph.proto (package feeds.graph.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { FeedRef, PageRequest } from "../../common/v1/common_pb.js";
+import { file_feeds_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/graph/v1/graph.proto.
  */
 export const file_feeds_graph_v1_graph: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZWVkcy9ncmFwaC92MS9ncmFwaC5wcm90bxIOZmVlZHMuZ3JhcGgudjEyDgoMR3JhcGhTZXJ2aWNlYgZwcm90bzM");
+  fileDesc("ChpmZWVkcy9ncmFwaC92MS9ncmFwaC5wcm90bxIOZmVlZHMuZ3JhcGgudjEijAEKBkZvbGxvdxIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjCg1Gb2xsb3dSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIkkKDkZvbGxvd1Jlc3BvbnNlEiYKBmZvbGxvdxgBIAEoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIPCgdjcmVhdGVkGAIgASgIImUKD1VuZm9sbG93UmVxdWVzdBIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIjChBVbmZvbGxvd1Jlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgiaAoSTGlzdEZvbGxvd3NSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IkwKE0xpc3RGb2xsb3dzUmVzcG9uc2USJwoHZm9sbG93cxgBIAMoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIMCgRuZXh0GAIgASgJImoKFExpc3RGb2xsb3dlcnNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik4KFUxpc3RGb2xsb3dlcnNSZXNwb25zZRInCgdmb2xsb3dzGAEgAygLMhYuZmVlZHMuZ3JhcGgudjEuRm9sbG93EgwKBG5leHQYAiABKAkiOQoPR2V0U3RhdHNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiJDChBHZXRTdGF0c1Jlc3BvbnNlEhYKDmZvbGxvd2VyX2NvdW50GAEgASgDEhcKD2ZvbGxvd2luZ19jb3VudBgCIAEoAyJLChJTdWdnZXN0aW9uc1JlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAIgASgFIjgKClN1Z2dlc3Rpb24SDQoFZ3JvdXAYASABKAkSCgoCaWQYAiABKAkSDwoHbXV0dWFscxgDIAEoAyJGChNTdWdnZXN0aW9uc1Jlc3BvbnNlEi8KC3N1Z2dlc3Rpb25zGAEgAygLMhouZmVlZHMuZ3JhcGgudjEuU3VnZ2VzdGlvbiJGChRJbXBvcnRGb2xsb3dzUmVxdWVzdBIuCgdmb2xsb3dzGAEgAygLMh0uZmVlZHMuZ3JhcGgudjEuRm9sbG93UmVxdWVzdCI3CgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSDAoEY29kZRgDIAEoCSJGChVJbXBvcnRGb2xsb3dzUmVzcG9uc2USLQoHcmVzdWx0cxgBIAMoCzIcLmZlZWRzLmdyYXBoLnYxLkltcG9ydFJlc3VsdDLhBAoMR3JhcGhTZXJ2aWNlEkcKBkZvbGxvdxIdLmZlZWRzLmdyYXBoLnYxLkZvbGxvd1JlcXVlc3QaHi5mZWVkcy5ncmFwaC52MS5Gb2xsb3dSZXNwb25zZRJNCghVbmZvbGxvdxIfLmZlZWRzLmdyYXBoLnYxLlVuZm9sbG93UmVxdWVzdBogLmZlZWRzLmdyYXBoLnYxLlVuZm9sbG93UmVzcG9uc2USVgoLTGlzdEZvbGxvd3MSIi5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93c1JlcXVlc3QaIy5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93c1Jlc3BvbnNlElwKDUxpc3RGb2xsb3dlcnMSJC5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93ZXJzUmVxdWVzdBolLmZlZWRzLmdyYXBoLnYxLkxpc3RGb2xsb3dlcnNSZXNwb25zZRJNCghHZXRTdGF0cxIfLmZlZWRzLmdyYXBoLnYxLkdldFN0YXRzUmVxdWVzdBogLmZlZWRzLmdyYXBoLnYxLkdldFN0YXRzUmVzcG9uc2USVgoLU3VnZ2VzdGlvbnMSIi5mZWVkcy5ncmFwaC52MS5TdWdnZXN0aW9uc1JlcXVlc3QaIy5mZWVkcy5ncmFwaC52MS5TdWdnZXN0aW9uc1Jlc3BvbnNlElwKDUltcG9ydEZvbGxvd3MSJC5mZWVkcy5ncmFwaC52MS5JbXBvcnRGb2xsb3dzUmVxdWVzdBolLmZlZWRzLmdyYXBoLnYxLkltcG9ydEZvbGxvd3NSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
- * Follow edges, follower and following counts, suggestions.
- * The RPCs arrive with the issue that builds this service; the package, the service and its
- * health check exist from the start so deployment, readiness and the gateway wiring do not change.
+ * @generated from message feeds.graph.v1.Follow
+ */
+export type Follow = Message<"feeds.graph.v1.Follow"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef source = 1;
+   */
+  source?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.FeedRef target = 2;
+   */
+  target?: FeedRef | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 3;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.Follow.
+ * Use `create(FollowSchema)` to create a new message.
+ */
+export const FollowSchema: GenMessage<Follow> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 0);
+
+/**
+ * @generated from message feeds.graph.v1.FollowRequest
+ */
+export type FollowRequest = Message<"feeds.graph.v1.FollowRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef source = 1;
+   */
+  source?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.FeedRef target = 2;
+   */
+  target?: FeedRef | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.FollowRequest.
+ * Use `create(FollowRequestSchema)` to create a new message.
+ */
+export const FollowRequestSchema: GenMessage<FollowRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 1);
+
+/**
+ * @generated from message feeds.graph.v1.FollowResponse
+ */
+export type FollowResponse = Message<"feeds.graph.v1.FollowResponse"> & {
+  /**
+   * @generated from field: feeds.graph.v1.Follow follow = 1;
+   */
+  follow?: Follow | undefined;
+
+  /**
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message feeds.graph.v1.FollowResponse.
+ * Use `create(FollowResponseSchema)` to create a new message.
+ */
+export const FollowResponseSchema: GenMessage<FollowResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 2);
+
+/**
+ * @generated from message feeds.graph.v1.UnfollowRequest
+ */
+export type UnfollowRequest = Message<"feeds.graph.v1.UnfollowRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef source = 1;
+   */
+  source?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.FeedRef target = 2;
+   */
+  target?: FeedRef | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.UnfollowRequest.
+ * Use `create(UnfollowRequestSchema)` to create a new message.
+ */
+export const UnfollowRequestSchema: GenMessage<UnfollowRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 3);
+
+/**
+ * @generated from message feeds.graph.v1.UnfollowResponse
+ */
+export type UnfollowResponse = Message<"feeds.graph.v1.UnfollowResponse"> & {
+  /**
+   * @generated from field: bool removed = 1;
+   */
+  removed: boolean;
+};
+
+/**
+ * Describes the message feeds.graph.v1.UnfollowResponse.
+ * Use `create(UnfollowResponseSchema)` to create a new message.
+ */
+export const UnfollowResponseSchema: GenMessage<UnfollowResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 4);
+
+/**
+ * @generated from message feeds.graph.v1.ListFollowsRequest
+ */
+export type ListFollowsRequest = Message<"feeds.graph.v1.ListFollowsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.ListFollowsRequest.
+ * Use `create(ListFollowsRequestSchema)` to create a new message.
+ */
+export const ListFollowsRequestSchema: GenMessage<ListFollowsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 5);
+
+/**
+ * @generated from message feeds.graph.v1.ListFollowsResponse
+ */
+export type ListFollowsResponse = Message<"feeds.graph.v1.ListFollowsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.graph.v1.Follow follows = 1;
+   */
+  follows: Follow[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.graph.v1.ListFollowsResponse.
+ * Use `create(ListFollowsResponseSchema)` to create a new message.
+ */
+export const ListFollowsResponseSchema: GenMessage<ListFollowsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 6);
+
+/**
+ * @generated from message feeds.graph.v1.ListFollowersRequest
+ */
+export type ListFollowersRequest = Message<"feeds.graph.v1.ListFollowersRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.ListFollowersRequest.
+ * Use `create(ListFollowersRequestSchema)` to create a new message.
+ */
+export const ListFollowersRequestSchema: GenMessage<ListFollowersRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 7);
+
+/**
+ * @generated from message feeds.graph.v1.ListFollowersResponse
+ */
+export type ListFollowersResponse = Message<"feeds.graph.v1.ListFollowersResponse"> & {
+  /**
+   * @generated from field: repeated feeds.graph.v1.Follow follows = 1;
+   */
+  follows: Follow[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.graph.v1.ListFollowersResponse.
+ * Use `create(ListFollowersResponseSchema)` to create a new message.
+ */
+export const ListFollowersResponseSchema: GenMessage<ListFollowersResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 8);
+
+/**
+ * @generated from message feeds.graph.v1.GetStatsRequest
+ */
+export type GetStatsRequest = Message<"feeds.graph.v1.GetStatsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+};
+
+/**
+ * Describes the message feeds.graph.v1.GetStatsRequest.
+ * Use `create(GetStatsRequestSchema)` to create a new message.
+ */
+export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 9);
+
+/**
+ * @generated from message feeds.graph.v1.GetStatsResponse
+ */
+export type GetStatsResponse = Message<"feeds.graph.v1.GetStatsResponse"> & {
+  /**
+   * @generated from field: int64 follower_count = 1;
+   */
+  followerCount: bigint;
+
+  /**
+   * @generated from field: int64 following_count = 2;
+   */
+  followingCount: bigint;
+};
+
+/**
+ * Describes the message feeds.graph.v1.GetStatsResponse.
+ * Use `create(GetStatsResponseSchema)` to create a new message.
+ */
+export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 10);
+
+/**
+ * @generated from message feeds.graph.v1.SuggestionsRequest
+ */
+export type SuggestionsRequest = Message<"feeds.graph.v1.SuggestionsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message feeds.graph.v1.SuggestionsRequest.
+ * Use `create(SuggestionsRequestSchema)` to create a new message.
+ */
+export const SuggestionsRequestSchema: GenMessage<SuggestionsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 11);
+
+/**
+ * @generated from message feeds.graph.v1.Suggestion
+ */
+export type Suggestion = Message<"feeds.graph.v1.Suggestion"> & {
+  /**
+   * @generated from field: string group = 1;
+   */
+  group: string;
+
+  /**
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * @generated from field: int64 mutuals = 3;
+   */
+  mutuals: bigint;
+};
+
+/**
+ * Describes the message feeds.graph.v1.Suggestion.
+ * Use `create(SuggestionSchema)` to create a new message.
+ */
+export const SuggestionSchema: GenMessage<Suggestion> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 12);
+
+/**
+ * @generated from message feeds.graph.v1.SuggestionsResponse
+ */
+export type SuggestionsResponse = Message<"feeds.graph.v1.SuggestionsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.graph.v1.Suggestion suggestions = 1;
+   */
+  suggestions: Suggestion[];
+};
+
+/**
+ * Describes the message feeds.graph.v1.SuggestionsResponse.
+ * Use `create(SuggestionsResponseSchema)` to create a new message.
+ */
+export const SuggestionsResponseSchema: GenMessage<SuggestionsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 13);
+
+/**
+ * @generated from message feeds.graph.v1.ImportFollowsRequest
+ */
+export type ImportFollowsRequest = Message<"feeds.graph.v1.ImportFollowsRequest"> & {
+  /**
+   * @generated from field: repeated feeds.graph.v1.FollowRequest follows = 1;
+   */
+  follows: FollowRequest[];
+};
+
+/**
+ * Describes the message feeds.graph.v1.ImportFollowsRequest.
+ * Use `create(ImportFollowsRequestSchema)` to create a new message.
+ */
+export const ImportFollowsRequestSchema: GenMessage<ImportFollowsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 14);
+
+/**
+ * @generated from message feeds.graph.v1.ImportResult
+ */
+export type ImportResult = Message<"feeds.graph.v1.ImportResult"> & {
+  /**
+   * @generated from field: int32 index = 1;
+   */
+  index: number;
+
+  /**
+   * @generated from field: bool ok = 2;
+   */
+  ok: boolean;
+
+  /**
+   * @generated from field: string code = 3;
+   */
+  code: string;
+};
+
+/**
+ * Describes the message feeds.graph.v1.ImportResult.
+ * Use `create(ImportResultSchema)` to create a new message.
+ */
+export const ImportResultSchema: GenMessage<ImportResult> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 15);
+
+/**
+ * @generated from message feeds.graph.v1.ImportFollowsResponse
+ */
+export type ImportFollowsResponse = Message<"feeds.graph.v1.ImportFollowsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.graph.v1.ImportResult results = 1;
+   */
+  results: ImportResult[];
+};
+
+/**
+ * Describes the message feeds.graph.v1.ImportFollowsResponse.
+ * Use `create(ImportFollowsResponseSchema)` to create a new message.
+ */
+export const ImportFollowsResponseSchema: GenMessage<ImportFollowsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 16);
+
+/**
+ * Follow edges between feeds, follower/following counts and suggestions. Feeds are `group:id`.
  *
  * @generated from service feeds.graph.v1.GraphService
  */
 export const GraphService: GenService<{
+  /**
+   * Creates the edge; `created` is false when it existed (the existing edge is answered).
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.Follow
+   */
+  follow: {
+    methodKind: "unary";
+    input: typeof FollowRequestSchema;
+    output: typeof FollowResponseSchema;
+  },
+  /**
+   * Removes the edge; `removed` is false when there was none.
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.Unfollow
+   */
+  unfollow: {
+    methodKind: "unary";
+    input: typeof UnfollowRequestSchema;
+    output: typeof UnfollowResponseSchema;
+  },
+  /**
+   * Who `feed` follows, newest first.
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.ListFollows
+   */
+  listFollows: {
+    methodKind: "unary";
+    input: typeof ListFollowsRequestSchema;
+    output: typeof ListFollowsResponseSchema;
+  },
+  /**
+   * Who follows `feed`, newest first. The fan-out worker pages through it in chunks.
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.ListFollowers
+   */
+  listFollowers: {
+    methodKind: "unary";
+    input: typeof ListFollowersRequestSchema;
+    output: typeof ListFollowersResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.graph.v1.GraphService.GetStats
+   */
+  getStats: {
+    methodKind: "unary";
+    input: typeof GetStatsRequestSchema;
+    output: typeof GetStatsResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.graph.v1.GraphService.Suggestions
+   */
+  suggestions: {
+    methodKind: "unary";
+    input: typeof SuggestionsRequestSchema;
+    output: typeof SuggestionsResponseSchema;
+  },
+  /**
+   * Quiet batch import: no notifications, no webhooks; a duplicate edge is ok.
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.ImportFollows
+   */
+  importFollows: {
+    methodKind: "unary";
+    input: typeof ImportFollowsRequestSchema;
+    output: typeof ImportFollowsResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_graph_v1_graph, 0);
 

@@ -1,0 +1,55 @@
+import type { Client, Transport } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
+import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
+import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
+import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
+import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
+import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
+import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
+import { Health } from "@feeds/proto/grpc/health/v1/health";
+import { serviceNames, serviceUrl, type Config, type ServiceName } from "./config.js";
+import { createNetworkTransport } from "./rpc.js";
+
+/** A client of every service, each over the transport that reaches it. */
+export interface Clients {
+  tenancy: Client<typeof TenancyService>;
+  users: Client<typeof UserService>;
+  operators: Client<typeof OperatorService>;
+  feed: Client<typeof FeedService>;
+  graph: Client<typeof GraphService>;
+  catalog: Client<typeof CatalogService>;
+  engagement: Client<typeof EngagementService>;
+  notification: Client<typeof NotificationService>;
+  /** gRPC health of each service, for readiness. */
+  health: Record<ServiceName, Client<typeof Health>>;
+}
+
+export function createClients(transportOf: (name: ServiceName) => Transport): Clients {
+  const health = Object.fromEntries(serviceNames.map((n) => [n, createClient(Health, transportOf(n))])) as Clients["health"];
+  return {
+    tenancy: createClient(TenancyService, transportOf("tenancy")),
+    users: createClient(UserService, transportOf("identity")),
+    operators: createClient(OperatorService, transportOf("identity")),
+    feed: createClient(FeedService, transportOf("feed")),
+    graph: createClient(GraphService, transportOf("graph")),
+    catalog: createClient(CatalogService, transportOf("catalog")),
+    engagement: createClient(EngagementService, transportOf("engagement")),
+    notification: createClient(NotificationService, transportOf("notification")),
+    health,
+  };
+}
+
+/**
+ * Clients a standalone service process uses to reach its peers, over gRPC at `<SERVICE>_URL`.
+ * Created lazily: a service that never calls a peer needs no URL for it.
+ */
+export function createPeerClients(config: Config): () => Clients {
+  let clients: Clients | undefined;
+  return () =>
+    (clients ??= createClients((name) => {
+      const url = serviceUrl(config, name);
+      if (!url) throw new Error(`${name.toUpperCase()}_URL is not set: this process cannot reach the ${name} service`);
+      return createNetworkTransport(url);
+    }));
+}

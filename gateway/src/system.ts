@@ -58,10 +58,10 @@ async function buildModule(name: ServiceName, infra: Infra, peers: () => Clients
  * the base URLs named by `<SERVICE>_URL` (split mode). Mixed is allowed.
  */
 export async function connectServices(infra: Infra): Promise<{ clients: Clients; modules: ServiceModule[] }> {
-  let clients: Clients | undefined;
+  const connected: { clients?: Clients } = {};
   const peers = () => {
-    if (!clients) throw new Error("services are not connected yet");
-    return clients;
+    if (!connected.clients) throw new Error("services are not connected yet");
+    return connected.clients;
   };
   const local = serviceNames.filter((n) => !serviceUrl(infra.config, n));
   const modules = await Promise.all(local.map((n) => buildModule(n, infra, peers)));
@@ -71,6 +71,6 @@ export async function connectServices(infra: Infra): Promise<{ clients: Clients;
     const url = serviceUrl(infra.config, n);
     transports.set(n, url ? createNetworkTransport(url) : (inProcess as Transport));
   }
-  clients = createClients((n) => transports.get(n) as Transport);
-  return { modules, clients };
+  connected.clients = createClients((n) => transports.get(n) as Transport);
+  return { modules, clients: connected.clients };
 }

@@ -1,0 +1,24 @@
+export interface InfraUrls {
+  mongoUrl: string;
+  natsUrl: string;
+  redisUrl: string;
+}
+export interface PrivateServer {
+  url: string;
+  port: number;
+  readonly pid: number | null;
+  readonly running: boolean;
+  start(): Promise<PrivateServer>;
+  stop(opts?: { signal?: NodeJS.Signals; timeoutMs?: number }): Promise<void>;
+}
+export declare function ensureInfra(opts?: { root?: string; log?: (...a: unknown[]) => void }): Promise<InfraUrls>;
+export declare function freePort(): Promise<number>;
+export declare function startPrivateRedis(opts?: { port?: number; dir?: string }): Promise<PrivateServer>;
+export declare function startPrivateNats(opts?: { port?: number; storeDir?: string }): Promise<PrivateServer>;
+export declare function startPrivateFerretdb(opts?: {
+  port?: number;
+  dir?: string;
+  backend?: "auto" | "postgresql" | "sqlite";
+  gin?: boolean;
+  logLevel?: string;
+}): Promise<PrivateServer>;

@@ -1,0 +1,493 @@
+// Makes sure a MongoDB-wire server, NATS with JetStream and Redis listen on loopback, starting
+// whichever is missing; also starts private throw-away instances for fault tests.
+//
+// Plain ESM on Node built-ins only: it runs before any npm install or TypeScript build.
+//
+//   node scripts/infra.mjs          -> ensures all three, prints {"mongoUrl","natsUrl","redisUrl"}
+//
+// Env: MONGO_URL, NATS_URL, REDIS_URL are used as given (nothing is probed or started for them).
+// Without MONGO_URL: mongod on PATH if any, else the FerretDB launcher in scripts/ferretdb
+// (built with `go build` into .cache/ferretdb/, rebuilt only when its sources change).
+// Servers started here are detached and outlive the caller; their logs are under .cache/.
+// The FerretDB launcher reads FERRETDB_* variables (scripts/ferretdb/main.go), e.g.
+// FERRETDB_POSTGRESQL_URL; by default it uses PostgreSQL database feeds_ferretdb if PostgreSQL
+// answers on 127.0.0.1:5432, else SQLite under .cache/ferretdb/sqlite. A running server is never
+// restarted, even when the launcher has been rebuilt: stop it (kill its pid) to pick up a new one.
+// Concurrent callers serialise through lock files in .cache/locks/: only one starts a server.
+//
+// Fault tests: startPrivateRedis / startPrivateNats / startPrivateFerretdb each return
+// { url, port, pid, stop(), start() } for a server of their own on a free (or given) port.
+
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const DEFAULT_ROOT = path.resolve(HERE, '..');
+const HOST = '127.0.0.1';
+const PORTS = { mongo: 27017, nats: 4222, redis: 6379 };
+
+const defaultLog = (msg) => process.stderr.write(`[infra] ${msg}\n`);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Probes: open a TCP socket and speak just enough of each protocol to know who answers.
+
+// Sends `payload` (may be empty) and resolves with what came back once `done(buf)` says the reply
+// is complete; resolves null on refusal, timeout or early close.
+function talk(port, payload, done, timeoutMs = 1500, host = HOST) {
+  return new Promise((resolve) => {
+    let buf = Buffer.alloc(0);
+    let settled = false;
+    const sock = net.connect({ host, port });
+    const finish = (v) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      closeGently(sock);
+      resolve(v);
+    };
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    sock.on('connect', () => { if (payload.length) sock.write(payload); });
+    sock.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      if (done(buf)) finish(buf);
+    });
+    sock.on('error', () => finish(null));
+    sock.on('close', () => finish(null));
+  });
+}
+
+// FIN rather than RST: servers log a reset connection as a warning (FerretDB does), a close as info.
+function closeGently(sock) {
+  sock.end();
+  setTimeout(() => sock.destroy(), 500).unref();
+}
+
+/** True if something accepts TCP connections on host:port. */
+export function portOpen(port, host = HOST, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port });
+    const finish = (v) => { clearTimeout(timer); closeGently(sock); resolve(v); };
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    sock.on('connect', () => finish(true));
+    sock.on('error', () => finish(false));
+  });
+}
+
+/** True if a Redis answers PING (an error reply such as NOAUTH still means Redis). */
+export async function probeRedis(port = PORTS.redis, host = HOST) {
+  const reply = await talk(port, Buffer.from('PING\r\n'), (b) => b.includes('\r\n'), 1500, host);
+  return reply !== null && (reply.toString().startsWith('+PONG') || reply[0] === 0x2d /* - */);
+}
+
+/** The INFO object a NATS server greets with, or null. */
+export async function probeNats(port = PORTS.nats, host = HOST) {
+  const reply = await talk(port, Buffer.alloc(0), (b) => b.includes('\r\n'), 1500, host);
+  const m = reply && /^INFO\s+(\{.*\})\s*\r\n/.exec(reply.toString()); // nats-server puts a space before CRLF
+  if (!m) return null;
+  try { return JSON.parse(m[1]); } catch { return null; }
+}
+
+const int32 = (n) => { const b = Buffer.alloc(4); b.writeInt32LE(n); return b; };
+
+// OP_MSG {hello: 1, $db: "admin"}, hand-encoded BSON.
+function helloMessage(requestId) {
+  const db = Buffer.from('admin\0');
+  const body = Buffer.concat([
+    Buffer.from([0x10]), Buffer.from('hello\0'), int32(1), // int32 hello: 1
+    Buffer.from([0x02]), Buffer.from('$db\0'), int32(db.length), db, // string $db
+    Buffer.from([0x00]),
+  ]);
+  const doc = Buffer.concat([int32(body.length + 4), body]);
+  const msg = Buffer.concat([int32(0) /* flagBits */, Buffer.from([0]) /* section kind 0 */, doc]);
+  return Buffer.concat([int32(16 + msg.length), int32(requestId), int32(0), int32(2013), msg]);
+}
+
+/** True if a MongoDB-wire server (mongod, FerretDB) answers an OP_MSG hello. */
+export async function probeMongo(port = PORTS.mongo, host = HOST) {
+  const id = crypto.randomInt(1, 2 ** 31 - 1);
+  const reply = await talk(port, helloMessage(id), (b) => b.length >= 4 && b.length >= b.readInt32LE(0), 3000, host);
+  return reply !== null && reply.length >= 16 && reply.readInt32LE(8) === id && reply.readInt32LE(12) === 2013;
+}
+
+// Polls `check` until it returns truthy; fails early if `child` exits first.
+async function waitFor(check, { what, timeoutMs = 60_000, child = null, logFile = null }) {
+  const deadline = Date.now() + timeoutMs;
+  let exited = null;
+  const onExit = (code, signal) => { exited = { code, signal }; };
+  child?.once('exit', onExit);
+  try {
+    for (;;) {
+      const v = await check();
+      if (v) return v;
+      if (exited) throw new Error(`${what} exited (code ${exited.code}, signal ${exited.signal}) before answering${tail(logFile)}`);
+      if (Date.now() > deadline) throw new Error(`${what} did not answer within ${timeoutMs / 1000}s${tail(logFile)}`);
+      await sleep(150);
+    }
+  } finally {
+    child?.off('exit', onExit);
+  }
+}
+
+// Last lines of a log file, for error messages.
+function tail(file, lines = 15) {
+  if (!file) return '';
+  try {
+    const text = fs.readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+    return text ? `\n--- ${file} (tail) ---\n${text}` : '';
+  } catch { return ''; }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Executables and locks.
+
+// Finds an executable on PATH or in the sbin folders Debian installs servers to.
+function which(name) {
+  const dirs = [...(process.env.PATH || '').split(path.delimiter), '/usr/local/go/bin', '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+  for (const d of dirs) {
+    if (!d) continue;
+    const p = path.join(d, name);
+    try { fs.accessSync(p, fs.constants.X_OK); if (fs.statSync(p).isFile()) return p; } catch { /* next */ }
+  }
+  return null;
+}
+
+function need(name, hint) {
+  const p = which(name);
+  if (!p) throw new Error(`${name} not found on PATH (${hint})`);
+  return p;
+}
+
+function pidAlive(pid) {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; }
+}
+
+// Runs fn while holding an exclusive lock file (O_EXCL create). While another live process holds
+// it, waits, re-running `probe`: if the other holder's server starts answering, returns null
+// without running fn. Locks of dead processes (or older than staleMs) are taken over.
+async function withLock(file, { probe = null, timeoutMs = 15 * 60_000, staleMs = 15 * 60_000, log = defaultLog, what = file }, fn) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const deadline = Date.now() + timeoutMs;
+  let told = false;
+  for (;;) {
+    try {
+      const fd = fs.openSync(file, 'wx');
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+    }
+    let holder = NaN;
+    let age = 0;
+    try { holder = Number.parseInt(fs.readFileSync(file, 'utf8'), 10); age = Date.now() - fs.statSync(file).mtimeMs; } catch { continue; /* just released */ }
+    if (!pidAlive(holder) || age > staleMs) {
+      try { fs.unlinkSync(file); } catch { /* someone else took it over */ }
+      continue;
+    }
+    if (probe && (await probe())) return null;
+    if (!told) { log(`waiting for process ${holder}, which is starting ${what}`); told = true; }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for lock ${file} held by ${holder}`);
+    await sleep(300);
+  }
+  try {
+    return await fn();
+  } finally {
+    try { fs.unlinkSync(file); } catch { /* gone */ }
+  }
+}
+
+// Starts a server in its own session with output to logFile; it outlives this process.
+function spawnDetached(cmd, args, logFile, opts = {}) {
+  fs.mkdirSync(path.dirname(logFile), { recursive: true });
+  const fd = fs.openSync(logFile, 'a');
+  fs.writeSync(fd, `\n=== ${new Date().toISOString()} ${cmd} ${args.join(' ')}\n`);
+  try {
+    return spawn(cmd, args, { detached: true, stdio: ['ignore', fd, fd], ...opts });
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FerretDB launcher build (cached by a hash of its sources).
+
+const LAUNCHER_SRC = path.join(HERE, 'ferretdb');
+const LAUNCHER_FILES = ['go.mod', 'go.sum', 'main.go'];
+
+function launcherHash() {
+  const h = crypto.createHash('sha256');
+  for (const f of LAUNCHER_FILES) h.update(`${f}\0`).update(fs.readFileSync(path.join(LAUNCHER_SRC, f))).update('\0');
+  return h.digest('hex');
+}
+
+/** Builds scripts/ferretdb into <root>/.cache/ferretdb/ferretdb-launcher unless up to date; returns its path. */
+export async function buildFerretdbLauncher({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  const dir = path.join(root, '.cache', 'ferretdb');
+  const bin = path.join(dir, 'ferretdb-launcher');
+  const hashFile = `${bin}.sha256`;
+  const upToDate = () => {
+    try { return fs.existsSync(bin) && fs.readFileSync(hashFile, 'utf8').trim() === launcherHash(); } catch { return false; }
+  };
+  if (upToDate()) return bin;
+  await withLock(path.join(root, '.cache', 'locks', 'ferretdb-build.lock'), { log, what: 'the FerretDB launcher build', probe: async () => upToDate() }, async () => {
+    if (upToDate()) return;
+    const go = need('go', 'install Go, or set MONGO_URL');
+    const hash = launcherHash();
+    const tmp = `${bin}.tmp-${process.pid}`;
+    fs.mkdirSync(dir, { recursive: true });
+    log(`building the FerretDB launcher (go build in scripts/ferretdb; a cold build takes over a minute)...`);
+    const t0 = Date.now();
+    const ticker = setInterval(() => log(`  still building the FerretDB launcher... ${Math.round((Date.now() - t0) / 1000)}s`), 15_000);
+    let stderr = '';
+    try {
+      const code = await new Promise((resolve, reject) => {
+        const p = spawn(go, ['build', '-buildvcs=false', '-trimpath', '-o', tmp, '.'], { cwd: LAUNCHER_SRC, stdio: ['ignore', 'inherit', 'pipe'] });
+        p.stderr.on('data', (d) => { stderr += d; });
+        p.on('error', reject);
+        p.on('exit', resolve);
+      });
+      if (code !== 0) throw new Error(`go build of scripts/ferretdb failed (exit ${code}):\n${stderr}`);
+    } finally {
+      clearInterval(ticker);
+    }
+    fs.renameSync(tmp, bin); // atomic: a concurrently starting launcher never sees half a binary
+    fs.writeFileSync(hashFile, `${hash}\n`);
+    log(`built the FerretDB launcher in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+  });
+  return bin;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ensureInfra
+
+// Probe; if nothing answers, take the lock, probe again, start. If starting fails because the
+// port got taken meanwhile (another caller without our lock), accept whatever now answers.
+async function ensureService({ name, root, log, probe, start }) {
+  if (await probe()) { log(`${name}: already running`); return; }
+  await withLock(path.join(root, '.cache', 'locks', `${name}.lock`), { probe, log, what: name }, async () => {
+    if (await probe()) return;
+    try {
+      await start();
+      log(`${name}: started`);
+    } catch (e) {
+      if (await probe()) return;
+      throw e;
+    }
+  });
+}
+
+async function startMongod({ root, log }) {
+  const mongod = which('mongod');
+  const dbpath = path.join(root, '.cache', 'mongod');
+  const logFile = path.join(root, '.cache', 'mongod.log');
+  fs.mkdirSync(dbpath, { recursive: true });
+  log(`starting mongod (dbpath ${dbpath})`);
+  const child = spawnDetached(mongod, ['--dbpath', dbpath, '--bind_ip', HOST, '--port', String(PORTS.mongo)], logFile, { cwd: root });
+  await waitFor(() => probeMongo(PORTS.mongo), { what: 'mongod', child, logFile, timeoutMs: 60_000 });
+  child.unref();
+}
+
+async function startFerretdb({ root, log }) {
+  const bin = await buildFerretdbLauncher({ root, log });
+  const logFile = path.join(root, '.cache', 'ferretdb', 'ferretdb.log');
+  const args = ['-listen', `${HOST}:${PORTS.mongo}`, '-sqlite-dir', path.join(root, '.cache', 'ferretdb', 'sqlite')];
+  log(`starting FerretDB (log ${path.relative(root, logFile)})`);
+  const child = spawnDetached(bin, args, logFile, { cwd: root });
+  await waitFor(() => probeMongo(PORTS.mongo), { what: 'FerretDB', child, logFile, timeoutMs: 120_000 });
+  child.unref();
+}
+
+async function startNats({ root, log }) {
+  const bin = need('nats-server', 'apt-get install nats-server, or set NATS_URL');
+  const storeDir = path.join(root, '.cache', 'nats');
+  const logFile = path.join(root, '.cache', 'nats.log');
+  fs.mkdirSync(storeDir, { recursive: true });
+  const child = spawnDetached(bin, ['-js', '-a', HOST, '-p', String(PORTS.nats), '-sd', storeDir], logFile, { cwd: root });
+  await waitFor(() => probeNats(PORTS.nats), { what: 'nats-server', child, logFile, timeoutMs: 30_000 });
+  child.unref();
+}
+
+async function startRedis({ root, log }) {
+  const bin = need('redis-server', 'apt-get install redis-server, or set REDIS_URL');
+  const dir = path.join(root, '.cache', 'redis');
+  const logFile = path.join(root, '.cache', 'redis.log');
+  fs.mkdirSync(dir, { recursive: true });
+  // --daemonize: redis forks and the command returns at once; --save "": nothing on disk.
+  const r = spawnSync(bin, ['--bind', HOST, '--port', String(PORTS.redis), '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--dir', dir, '--logfile', logFile], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`redis-server failed (exit ${r.status}): ${r.stderr || r.stdout}${tail(logFile)}`);
+  await waitFor(() => probeRedis(PORTS.redis), { what: 'redis-server', logFile, timeoutMs: 30_000 });
+}
+
+/**
+ * Ensures MongoDB wire, NATS (JetStream) and Redis answer; returns their URLs.
+ * @param {{ root?: string, log?: (msg: string) => void }} [opts]
+ * @returns {Promise<{ mongoUrl: string, natsUrl: string, redisUrl: string }>}
+ */
+export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  const tasks = [];
+  let mongoUrl = process.env.MONGO_URL;
+  let natsUrl = process.env.NATS_URL;
+  let redisUrl = process.env.REDIS_URL;
+
+  if (!mongoUrl) {
+    mongoUrl = `mongodb://${HOST}:${PORTS.mongo}`;
+    const useMongod = which('mongod') !== null;
+    tasks.push(ensureService({
+      name: useMongod ? 'mongod' : 'ferretdb', root, log,
+      probe: () => probeMongo(PORTS.mongo),
+      start: () => (useMongod ? startMongod({ root, log }) : startFerretdb({ root, log })),
+    }));
+  }
+  if (!natsUrl) {
+    natsUrl = `nats://${HOST}:${PORTS.nats}`;
+    tasks.push(ensureService({ name: 'nats', root, log, probe: async () => (await probeNats(PORTS.nats)) !== null, start: () => startNats({ root, log }) })
+      .then(async () => {
+        const info = await probeNats(PORTS.nats);
+        if (info && !info.jetstream) log(`nats: WARNING the server on ${PORTS.nats} runs without JetStream (start it with -js)`);
+      }));
+  }
+  if (!redisUrl) {
+    redisUrl = `redis://${HOST}:${PORTS.redis}`;
+    tasks.push(ensureService({ name: 'redis', root, log, probe: () => probeRedis(PORTS.redis), start: () => startRedis({ root, log }) }));
+  }
+
+  const results = await Promise.allSettled(tasks);
+  const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
+  if (failed.length) throw failed.length === 1 ? failed[0] : new AggregateError(failed, failed.map((e) => e.message).join('\n'));
+  return { mongoUrl, natsUrl, redisUrl };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Private instances for fault tests: foreground children of this process (killed when it exits),
+// each on its own port, stoppable and restartable with the same data.
+
+const privateChildren = new Set();
+process.on('exit', () => { for (const c of privateChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } } });
+
+/** A free loopback TCP port (the OS picks it). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, HOST, () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+  });
+}
+
+function privateServer({ name, port, url, command, args, ready, logFile, env }) {
+  let child = null;
+  let exitPromise = null;
+  const handle = {
+    url,
+    port,
+    get pid() { return child?.pid ?? null; },
+    get running() { return child !== null; },
+    /** Starts the server (again) on the same port with the same data; waits until it answers. */
+    async start() {
+      if (child) return handle;
+      if (await portOpen(port)) throw new Error(`${name}: port ${port} is already in use`);
+      fs.mkdirSync(path.dirname(logFile), { recursive: true });
+      const fd = fs.openSync(logFile, 'a');
+      let c;
+      try {
+        c = spawn(command, args, { stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+      } finally {
+        fs.closeSync(fd);
+      }
+      child = c;
+      privateChildren.add(c);
+      exitPromise = new Promise((resolve) => c.once('exit', () => { privateChildren.delete(c); if (child === c) child = null; resolve(); }));
+      try {
+        await waitFor(ready, { what: `${name} on port ${port}`, child: c, logFile, timeoutMs: 120_000 });
+      } catch (e) {
+        c.kill('SIGKILL');
+        await exitPromise;
+        throw e;
+      }
+      return handle;
+    },
+    /**
+     * Kills the server (SIGKILL by default: a crash; pass { signal: 'SIGTERM' } for a clean
+     * shutdown) and waits until its process is gone and the port refuses connections.
+     */
+    async stop({ signal = 'SIGKILL', timeoutMs = 20_000 } = {}) {
+      if (!child) return;
+      const c = child;
+      c.kill(signal);
+      const t = setTimeout(() => c.kill('SIGKILL'), timeoutMs);
+      await exitPromise;
+      clearTimeout(t);
+      await waitFor(async () => !(await portOpen(port)), { what: `${name} port ${port} to close`, timeoutMs });
+    },
+  };
+  return handle.start();
+}
+
+/**
+ * A private redis-server on loopback. Data persists in `dir` (append-only file, fsync always),
+ * so stop() + start() keeps it even after a SIGKILL.
+ */
+export async function startPrivateRedis({ port, dir, root = DEFAULT_ROOT } = {}) {
+  port ??= await freePort();
+  dir = path.resolve(dir ?? path.join(root, '.cache', 'private', `redis-${port}`));
+  fs.mkdirSync(dir, { recursive: true });
+  return privateServer({
+    name: 'redis-server', port, url: `redis://${HOST}:${port}`,
+    command: need('redis-server', 'apt-get install redis-server'),
+    args: ['--bind', HOST, '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--daemonize', 'no'],
+    ready: () => probeRedis(port), logFile: path.join(dir, 'redis.log'),
+  });
+}
+
+/** A private nats-server with JetStream on loopback; streams persist in `storeDir`. */
+export async function startPrivateNats({ port, storeDir, root = DEFAULT_ROOT } = {}) {
+  port ??= await freePort();
+  storeDir = path.resolve(storeDir ?? path.join(root, '.cache', 'private', `nats-${port}`));
+  fs.mkdirSync(storeDir, { recursive: true });
+  return privateServer({
+    name: 'nats-server', port, url: `nats://${HOST}:${port}`,
+    command: need('nats-server', 'apt-get install nats-server'),
+    args: ['-js', '-a', HOST, '-p', String(port), '-sd', storeDir],
+    ready: async () => (await probeNats(port)) !== null, logFile: path.join(storeDir, 'nats-server.log'),
+  });
+}
+
+/**
+ * A private FerretDB on loopback. Backend as the shared one (PostgreSQL database feeds_ferretdb
+ * when PostgreSQL answers: use distinct MongoDB database names per test), else SQLite in `dir`.
+ * Options: backend ('auto' | 'postgresql' | 'sqlite'), gin (companion GIN indexes, default
+ * true), postgresqlUrl, logLevel.
+ */
+export async function startPrivateFerretdb({ port, dir, backend = 'auto', gin = true, postgresqlUrl, logLevel = 'warn', root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  port ??= await freePort();
+  dir = path.resolve(dir ?? path.join(root, '.cache', 'private', `ferretdb-${port}`));
+  fs.mkdirSync(dir, { recursive: true });
+  const bin = await buildFerretdbLauncher({ root, log });
+  const args = ['-listen', `${HOST}:${port}`, '-backend', backend, '-sqlite-dir', path.join(dir, 'sqlite'), `-gin=${gin}`, '-log-level', logLevel];
+  if (postgresqlUrl) args.push('-postgresql-url', postgresqlUrl);
+  return privateServer({
+    name: 'ferretdb', port, url: `mongodb://${HOST}:${port}`,
+    command: bin, args, ready: () => probeMongo(port), logFile: path.join(dir, 'ferretdb.log'),
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI
+
+const isMain = (() => {
+  try { return fs.realpathSync(process.argv[1]) === fs.realpathSync(fileURLToPath(import.meta.url)); } catch { return false; }
+})();
+if (isMain) {
+  try {
+    const urls = await ensureInfra({});
+    process.stdout.write(`${JSON.stringify(urls)}\n`);
+  } catch (e) {
+    process.stderr.write(`[infra] ${e.stack || e}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -1,0 +1,96 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPrivateFerretdb, startPrivateNats, startPrivateRedis, type PrivateServer } from "../../scripts/infra.mjs";
+import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
+import { envelope, http, newIp } from "../support/api.js";
+import { dropNamespace, newNamespace } from "../support/namespace.js";
+
+// Dependencies die and come back: readiness names the dead one within seconds, requests that
+// need it fail with INTERNAL, and the system recovers by itself when it returns.
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(200);
+  }
+}
+
+describe("dependency outages", () => {
+  let mongo: PrivateServer;
+  let nats: PrivateServer;
+  let redis: PrivateServer;
+  let system: RunningSystem;
+  const namespace = newNamespace("recovery");
+  const staff = { email: "staff@recovery.test", password: randomBytes(12).toString("base64url") };
+
+  beforeAll(async () => {
+    [mongo, nats, redis] = await Promise.all([startPrivateFerretdb(), startPrivateNats(), startPrivateRedis()]);
+    system = await startSystem({
+      env: {
+        MONGO_URL: mongo.url,
+        NATS_URL: nats.url,
+        REDIS_URL: redis.url,
+        FEEDS_NAMESPACE: namespace,
+        FEEDS_MASTER_KEY: randomBytes(32).toString("base64"),
+        BOOTSTRAP_STAFF_EMAIL: staff.email,
+        BOOTSTRAP_STAFF_PASSWORD: staff.password,
+        TRUST_PROXY: "1",
+        LOG_LEVEL: "fatal",
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await system?.stop();
+    for (const s of [mongo, nats, redis]) if (s && !s.running) await s.start();
+    if (mongo && nats && redis) await dropNamespace(namespace, { mongoUrl: mongo.url, natsUrl: nats.url, redisUrl: redis.url });
+    await Promise.all([mongo?.stop(), nats?.stop(), redis?.stop()]);
+  });
+
+  const ready = () => http("GET", "/v1/health/ready", { url: system.url });
+
+  async function login() {
+    const res = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
+    return res;
+  }
+
+  it.each([
+    ["redis", () => redis],
+    ["nats", () => nats],
+    ["mongodb", () => mongo],
+  ] as const)("%s: 503 naming it while down, recovery by itself when back", async (name, server) => {
+    expect((await ready()).status).toBe(200);
+    await server().stop();
+    const started = Date.now();
+    const down = await until(`readiness to name ${name}`, async () => {
+      const r = await ready();
+      return r.status === 503 ? r : undefined;
+    });
+    // Each check has its own short timeout: the dead dependency is noticed within seconds.
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(down.body.status).toBe("unavailable");
+    expect(down.body.checks).toContainEqual({ name, ok: false });
+    expect(down.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name)).toEqual([name]);
+    if (name !== "nats") {
+      // A request that needs the dead dependency fails with INTERNAL in the envelope.
+      const res = await login();
+      expect(res.status).toBe(500);
+      expect(envelope(res).code).toBe("INTERNAL");
+    }
+
+    await server().start();
+    await until(`readiness after ${name} returns`, async () => ((await ready()).status === 200 ? true : undefined), 60_000);
+    // The system serves again without a restart: log in and create a tenant.
+    const session = await until("a login", async () => {
+      const r = await login();
+      return r.status === 200 ? (r.body.token as string) : undefined;
+    });
+    const created = await http("POST", "/admin/tenants", { url: system.url, token: session, body: { name: `after-${name}` } });
+    expect(created.status).toBe(201);
+  });
+});

@@ -11,3 +11,4 @@ export * from "./crypto.js";
 export * from "./ids.js";
 export * from "./service-main.js";
 export * from "./clients.js";
+export * from "./lock.js";

@@ -110,6 +110,15 @@ describe("invites and team", () => {
     expect(dup.status).toBe(409);
   });
 
+  it("concurrent acceptances of one invite: exactly one wins", async () => {
+    const t = await newTenant();
+    const invited = await newOperator(t.id, "member", { accept: false });
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => http("POST", "/operator/invite/accept", { body: { token: invited.inviteToken, password: PASSWORD }, ip: newIp() })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 401, 401, 401, 401]);
+  });
+
   it("a disabled operator's invite fails like an unknown one", async () => {
     const t = await newTenant();
     const owner = await newOperator(t.id, "owner");
@@ -174,7 +183,7 @@ describe("invites and team", () => {
   });
 
   it("two concurrent demotions of the last two owners leave exactly one owner", async () => {
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 6; round++) {
       const t = await newTenant();
       const a = await newOperator(t.id, "owner");
       const b = await newOperator(t.id, "owner");

@@ -1,15 +1,37 @@
 import type { Db } from "mongodb";
 import { ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { createActivityRepository } from "./activity-repository.js";
+import { createEntryRepository } from "./entry-repository.js";
+import { createFanout } from "./fanout.js";
+import { createFeedService } from "./routes.js";
+import { createSignals } from "./signals.js";
 
-/** The feed service: activities, feed entries, fan-out. */
+/** The feed service: activities, feed entries, change signals, the fan-out worker and relay. */
 export async function createFeedModule(deps: {
   db: Db;
   nats: Nats;
   redis: RedisConn;
   peers: () => Clients;
   log: Logger;
+  /** Run the fan-out worker and outbox relay in this process (default true). */
+  worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "fanout");
-  return { name: "feed", routes: (router) => router.service(FeedService, {}) };
+  const activities = createActivityRepository(deps.db);
+  const entries = createEntryRepository(deps.db);
+  await Promise.all([activities.ensureIndexes(), entries.ensureIndexes()]);
+  const signals = createSignals(deps.redis);
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, peers: deps.peers, log: deps.log });
+  const impl = createFeedService({ activities, entries, signals, fanout, peers: deps.peers, log: deps.log });
+  return {
+    name: "feed",
+    routes: (router) => router.service(FeedService, impl),
+    async start() {
+      if (deps.worker === false) return;
+      await fanout.startWorker();
+      fanout.startRelay();
+    },
+    stop: () => fanout.stop(),
+  };
 }

@@ -1,6 +1,5 @@
-import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { internal, isDuplicateKey } from "@feeds/kit";
+import { createLocks } from "@feeds/kit";
 
 export type RoleValue = "staff" | "owner" | "member";
 export type StatusValue = "active" | "disabled";
@@ -25,19 +24,11 @@ export interface SessionDoc {
   created_at: Date;
 }
 
-interface LockDoc {
-  _id: string;
-  until: Date;
-  holder: string;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** All MongoDB access for operators, their sessions and the per-tenant team lock. */
 export function createOperatorRepository(db: Db) {
   const operators: Collection<OperatorDoc> = db.collection<OperatorDoc>("operators");
   const sessions: Collection<SessionDoc> = db.collection<SessionDoc>("operator_sessions");
-  const locks: Collection<LockDoc> = db.collection<LockDoc>("team_locks");
+  const locks = createLocks(db, "operator_locks");
   return {
     async ensureIndexes() {
       await operators.createIndex({ email: 1 }, { unique: true });
@@ -81,32 +72,11 @@ export function createOperatorRepository(db: Db) {
     /**
      * Runs `fn` while holding the tenant's team lock, so that checks such as "at least one active
      * owner remains" and the change they guard cannot interleave (no multi-document transactions
-     * on FerretDB v1). The lease expires by itself if a holder dies.
+     * on FerretDB v1).
      */
-    async withTeamLock<T>(tenantId: string, fn: () => Promise<T>): Promise<T> {
-      const holder = randomUUID();
-      try {
-        await locks.insertOne({ _id: tenantId, until: new Date(0), holder: "" });
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-      }
-      const deadline = Date.now() + 8000;
-      for (;;) {
-        const now = new Date();
-        const r = await locks.updateOne(
-          { _id: tenantId, until: { $lt: now } },
-          { $set: { until: new Date(now.getTime() + 10_000), holder } },
-        );
-        if (r.modifiedCount === 1) break;
-        if (Date.now() > deadline) throw internal(new Error(`team lock of ${tenantId} not acquired`));
-        await sleep(10 + Math.random() * 30);
-      }
-      try {
-        return await fn();
-      } finally {
-        await locks.updateOne({ _id: tenantId, holder }, { $set: { until: new Date(0), holder: "" } });
-      }
-    },
+    withTeamLock: <T>(tenantId: string, fn: () => Promise<T>) => locks.withLock(`team:${tenantId}`, fn),
+    /** Runs `fn` while holding an invite's lock: acceptance is single-use under concurrency. */
+    withInviteLock: <T>(tokenHash: string, fn: () => Promise<T>) => locks.withLock(`invite:${tokenHash}`, fn),
   };
 }
 

@@ -160,10 +160,13 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
         // Hash first: every outcome costs the same work.
         const passwordHash = await hashPassword(req.password);
         const tokenHash = sha256(req.token);
-        const op = await operators.byInviteHash(tokenHash);
-        if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) throw inviteFailed();
-        if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) throw inviteFailed();
-        const accepted = await operators.byId(op._id);
+        // Under the invite's lock, so two racing acceptances cannot both pass the check.
+        const accepted = await operators.withInviteLock(tokenHash, async () => {
+          const op = await operators.byInviteHash(tokenHash);
+          if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) return null;
+          if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) return null;
+          return operators.byId(op._id);
+        });
         if (!accepted) throw inviteFailed();
         return { session: await openSession(accepted) };
       });

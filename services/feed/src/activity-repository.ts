@@ -1,0 +1,91 @@
+import type { Collection, Db } from "mongodb";
+
+export interface ActivityDoc {
+  _id: string; // activity id (uuid)
+  tenant_id: string;
+  actor: string;
+  verb: string;
+  object: string;
+  target: string | null;
+  foreign_id: string | null;
+  time: Date;
+  custom_json: string;
+  origin_feed: string;
+  refs: string[];
+  reaction_counts: Record<string, number>;
+  version: number;
+  edited_at: Date | null;
+  deleted_at: Date | null;
+  created_at: Date;
+  /** Batch imports fan out without live head keys. */
+  batch: boolean;
+  /** The outbox record, kept in the activity itself: true until its fan-out task is published. */
+  fanout_pending?: boolean;
+}
+
+interface IdentityDoc {
+  _id: string; // `${tenant}/${foreign_id}/${time ms}`
+  activity_id: string;
+  deleted: boolean;
+  created_at: Date;
+}
+
+const identityKey = (tenantId: string, foreignId: string, time: Date) => `${tenantId}/${foreignId}/${time.getTime()}`;
+
+/** All MongoDB access for activities and their dedupe identities; every method takes the tenant. */
+export function createActivityRepository(db: Db) {
+  const activities: Collection<ActivityDoc> = db.collection<ActivityDoc>("activities");
+  const identities: Collection<IdentityDoc> = db.collection<IdentityDoc>("activity_identities");
+  return {
+    async ensureIndexes() {
+      await activities.createIndex({ tenant_id: 1, time: -1, _id: -1 });
+      await activities.createIndex({ tenant_id: 1, origin_feed: 1, time: -1, _id: -1 });
+      await activities.createIndex({ fanout_pending: 1 });
+    },
+    /** Claims a (foreign_id, time) identity for `activityId`; answers the existing claim when taken. */
+    async claimIdentity(tenantId: string, foreignId: string, time: Date, activityId: string): Promise<IdentityDoc | null> {
+      const _id = identityKey(tenantId, foreignId, time);
+      try {
+        await identities.insertOne({ _id, activity_id: activityId, deleted: false, created_at: new Date() });
+        return null;
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== 11000) throw e;
+        return identities.findOne({ _id });
+      }
+    },
+    burnIdentity: (tenantId: string, foreignId: string, time: Date) =>
+      identities.updateOne({ _id: identityKey(tenantId, foreignId, time) }, { $set: { deleted: true } }),
+    insert: (doc: ActivityDoc) => activities.insertOne(doc),
+    get: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }),
+    getMany: (tenantId: string, ids: string[]) =>
+      ids.length ? activities.find({ _id: { $in: ids }, tenant_id: tenantId }).toArray() : Promise.resolve([]),
+    /** Compare-and-set on version: answers the new document, or null when the version moved. */
+    replaceIfVersion(doc: ActivityDoc, expectedVersion: number, set: Partial<ActivityDoc>) {
+      return activities.findOneAndUpdate(
+        { _id: doc._id, tenant_id: doc.tenant_id, version: expectedVersion },
+        { $set: set },
+        { returnDocument: "after" },
+      );
+    },
+    markPublished: (id: string) => activities.updateOne({ _id: id }, { $unset: { fanout_pending: "" } }),
+    /** Outbox relay: activities whose fan-out task was never published. */
+    unpublished: (olderThan: Date, limit: number) =>
+      activities.find({ fanout_pending: true, created_at: { $lt: olderThan } }).limit(limit).toArray(),
+    /** The newest live activities a feed posted itself (follow copies them). */
+    newestOf: (tenantId: string, originFeed: string, limit: number) =>
+      activities
+        .find({ tenant_id: tenantId, origin_feed: originFeed, deleted_at: null })
+        .sort({ time: -1, _id: -1 })
+        .limit(limit)
+        .toArray(),
+    /** Inspector: every activity of the tenant, tombstones included, (time desc, id desc). */
+    page(tenantId: string, limit: number, after: { time: Date; id: string } | null) {
+      const filter = after
+        ? { tenant_id: tenantId, $or: [{ time: { $lt: after.time } }, { time: after.time, _id: { $lt: after.id } }] }
+        : { tenant_id: tenantId };
+      return activities.find(filter).sort({ time: -1, _id: -1 }).limit(limit + 1).toArray();
+    },
+  };
+}
+
+export type ActivityRepository = ReturnType<typeof createActivityRepository>;

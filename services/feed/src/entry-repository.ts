@@ -1,0 +1,63 @@
+import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+
+/** One activity in one feed: the materialised timeline. */
+export interface EntryDoc {
+  _id: string; // `${tenant}/${feed}/${activity_id}`: one entry per (feed, activity)
+  tenant_id: string;
+  feed: string;
+  activity_id: string;
+  time: Date;
+  /** The feed the activity was posted to (unfollow removes what came from the target). */
+  origin: string;
+}
+
+export interface NewEntry {
+  feed: string;
+  activity_id: string;
+  time: Date;
+  origin: string;
+}
+
+/** All MongoDB access for feed entries; every method takes the tenant. */
+export function createEntryRepository(db: Db) {
+  const entries: Collection<EntryDoc> = db.collection<EntryDoc>("feed_entries");
+  return {
+    async ensureIndexes() {
+      await entries.createIndex({ tenant_id: 1, feed: 1, time: -1, activity_id: -1 });
+      await entries.createIndex({ tenant_id: 1, activity_id: 1 });
+      await entries.createIndex({ tenant_id: 1, feed: 1, origin: 1 });
+    },
+    /** Idempotent: an entry that exists is left as it is (redelivered work writes nothing twice). */
+    async upsertMany(tenantId: string, items: NewEntry[]): Promise<number> {
+      if (!items.length) return 0;
+      const ops: AnyBulkWriteOperation<EntryDoc>[] = items.map((e) => ({
+        updateOne: {
+          filter: { _id: `${tenantId}/${e.feed}/${e.activity_id}` },
+          update: { $setOnInsert: { tenant_id: tenantId, feed: e.feed, activity_id: e.activity_id, time: e.time, origin: e.origin } },
+          upsert: true,
+        },
+      }));
+      const r = await entries.bulkWrite(ops, { ordered: false });
+      return r.upsertedCount;
+    },
+    /** One keyset page: (time desc, activity_id desc), limit + 1 rows to know whether more exist. */
+    page(tenantId: string, feed: string, limit: number, after: { time: Date; id: string } | null) {
+      const filter = after
+        ? {
+            tenant_id: tenantId,
+            feed,
+            $or: [{ time: { $lt: after.time } }, { time: after.time, activity_id: { $lt: after.id } }],
+          }
+        : { tenant_id: tenantId, feed };
+      return entries.find(filter).sort({ time: -1, activity_id: -1 }).limit(limit + 1).toArray();
+    },
+    newest: (tenantId: string, feed: string) =>
+      entries.find({ tenant_id: tenantId, feed }).sort({ time: -1, activity_id: -1 }).limit(1).next(),
+    feedsOf: async (tenantId: string, activityId: string) =>
+      (await entries.find({ tenant_id: tenantId, activity_id: activityId }, { projection: { feed: 1 } }).toArray()).map((e) => e.feed),
+    removeActivity: (tenantId: string, activityId: string) => entries.deleteMany({ tenant_id: tenantId, activity_id: activityId }),
+    removeOrigin: (tenantId: string, feed: string, origin: string) => entries.deleteMany({ tenant_id: tenantId, feed, origin }),
+  };
+}
+
+export type EntryRepository = ReturnType<typeof createEntryRepository>;

@@ -1,0 +1,184 @@
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
+import { scope, type Clients, type Logger, type Nats } from "@feeds/kit";
+import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
+import type { EntryRepository } from "./entry-repository.js";
+import type { Signals } from "./signals.js";
+
+// Fan-out on write, in chunks: an activity task enumerates the origin feed's followers and
+// publishes one chunk task per page of followers; chunk tasks write the feed entries. Several
+// worker replicas share the chunk tasks of one large fan-out through the work-queue stream.
+
+export const CHUNK_SIZE = 500;
+/** Deliveries before a task goes to the dead-letter stream, and the waits between them. */
+export const MAX_DELIVER = 5;
+const BACKOFF_MS = [250, 500, 1000, 2000];
+
+interface ActivityTask {
+  kind: "activity";
+  t: string;
+  a: string;
+}
+interface ChunkTask {
+  kind: "chunk";
+  t: string;
+  a: string;
+  feeds: string[];
+}
+type Task = ActivityTask | ChunkTask;
+
+export interface FanoutDeps {
+  nats: Nats;
+  activities: ActivityRepository;
+  entries: EntryRepository;
+  signals: Signals;
+  peers: () => Clients;
+  log: Logger;
+}
+
+export function createFanout(deps: FanoutDeps) {
+  const { nats, activities, entries, signals, log } = deps;
+  const subject = nats.subject("fanout", "task");
+  const encode = (t: Task) => new TextEncoder().encode(JSON.stringify(t));
+  let messages: ConsumerMessages | undefined;
+  let relayTimer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  /** Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark. */
+  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<void> {
+    await nats.js.publish(subject, encode({ kind: "activity", t: doc.tenant_id, a: doc._id }), { msgID: `a:${doc._id}` });
+    await activities.markPublished(doc._id);
+  }
+
+  const system = (tenantId: string) => scope({ tenantId, caller: { kind: "system" } });
+
+  async function runActivity(task: ActivityTask): Promise<void> {
+    const doc = await activities.get(task.t, task.a);
+    if (!doc || doc.deleted_at) return;
+    const origin = doc.origin_feed;
+    await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
+    if (!doc.batch) await signals.bump(task.t, [origin]);
+    const [group, id] = splitFeed(origin);
+    let cursor = "";
+    for (let page = 0; ; page++) {
+      const res = await deps.peers().graph.listFollowers({ feed: { group, id }, page: { limit: CHUNK_SIZE, cursor } }, system(task.t));
+      const feeds = res.follows.flatMap((f) => (f.source ? [`${f.source.group}:${f.source.id}`] : []));
+      if (feeds.length) {
+        await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${page}` });
+      }
+      if (!res.next) break;
+      cursor = res.next;
+    }
+  }
+
+  async function runChunk(task: ChunkTask): Promise<void> {
+    const doc = await activities.get(task.t, task.a);
+    if (!doc || doc.deleted_at) return;
+    await entries.upsertMany(
+      task.t,
+      task.feeds.map((feed) => ({ feed, activity_id: doc._id, time: doc.time, origin: doc.origin_feed })),
+    );
+    // A delete that raced this chunk must not leave entries behind.
+    const after = await activities.get(task.t, task.a);
+    if (!after || after.deleted_at) {
+      await entries.removeActivity(task.t, task.a);
+      return;
+    }
+    if (!doc.batch) await signals.bump(task.t, task.feeds);
+  }
+
+  async function handle(m: JsMsg): Promise<void> {
+    try {
+      const task = JSON.parse(new TextDecoder().decode(m.data)) as Task;
+      if (task.kind === "activity") await runActivity(task);
+      else if (task.kind === "chunk") await runChunk(task);
+      else throw new Error(`unknown task kind`);
+      m.ack();
+    } catch (err) {
+      const deliveries = m.info.redeliveryCount;
+      if (deliveries >= MAX_DELIVER) {
+        log.error({ err, deliveries }, "fan-out task dead-lettered");
+        try {
+          await nats.js.publish(nats.subject("fanout_dlq", "task"), m.data, {
+            headers: undefined,
+            msgID: `dlq:${m.info.stream}:${m.seq}`,
+          });
+          m.term();
+        } catch (e) {
+          log.error({ err: e }, "dead-lettering failed; will retry");
+          m.nak(BACKOFF_MS[BACKOFF_MS.length - 1]);
+        }
+        return;
+      }
+      log.warn({ err, deliveries }, "fan-out task failed; retrying");
+      m.nak(BACKOFF_MS[Math.min(deliveries - 1, BACKOFF_MS.length - 1)]);
+    }
+  }
+
+  async function startWorker(): Promise<void> {
+    const stream = nats.stream("fanout");
+    const durable = `${stream}_worker`;
+    try {
+      await nats.jsm.consumers.info(stream, durable);
+    } catch {
+      await nats.jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        max_deliver: MAX_DELIVER,
+        ack_wait: 30_000_000_000,
+        filter_subject: subject,
+      });
+    }
+    const consumer = await nats.js.consumers.get(stream, durable);
+    const loop = async () => {
+      while (!stopped) {
+        try {
+          messages = await consumer.consume({ max_messages: 32 });
+          const inflight = new Set<Promise<void>>();
+          for await (const m of messages) {
+            const p = handle(m).finally(() => inflight.delete(p));
+            inflight.add(p);
+            if (inflight.size >= 8) await Promise.race(inflight);
+          }
+          await Promise.all(inflight);
+        } catch (err) {
+          if (!stopped) log.warn({ err: String(err) }, "fan-out consumer interrupted; resuming");
+          await new Promise((r) => setTimeout(r, 500));
+        }
+      }
+    };
+    void loop();
+  }
+
+  /** Republishes activities whose fan-out was never published (the process died in between). */
+  function startRelay(intervalMs = 1000): void {
+    const tick = async () => {
+      try {
+        const stale = await activities.unpublished(new Date(Date.now() - 2000), 100);
+        for (const doc of stale) await publish(doc);
+      } catch (err) {
+        log.debug({ err: String(err) }, "outbox relay pass failed");
+      }
+      if (!stopped) relayTimer = setTimeout(() => void tick(), intervalMs);
+    };
+    relayTimer = setTimeout(() => void tick(), intervalMs);
+  }
+
+  return {
+    publish,
+    startWorker,
+    startRelay,
+    async stop() {
+      stopped = true;
+      clearTimeout(relayTimer);
+      await messages?.close();
+    },
+  };
+}
+
+export type Fanout = ReturnType<typeof createFanout>;
+
+export function splitFeed(feed: string): [string, string] {
+  const i = feed.indexOf(":");
+  return [feed.slice(0, i), feed.slice(i + 1)];
+}

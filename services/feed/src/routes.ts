@@ -1,0 +1,308 @@
+import { randomUUID } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  callerOf,
+  conflict,
+  decodeCursor,
+  encodeCursor,
+  forbidden,
+  fromTimestamp,
+  notFound,
+  pageLimit,
+  requireTenant,
+  scope,
+  toTimestamp,
+  validationFailed,
+  type Clients,
+  type Logger,
+} from "@feeds/kit";
+import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
+import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
+import type { EntryRepository } from "./entry-repository.js";
+import type { Fanout } from "./fanout.js";
+import type { Signals } from "./signals.js";
+import { patchCustom } from "./custom-patch.js";
+import { checkActivity, checkRefs, feedKey, parseCustom } from "./validate.js";
+
+export interface FeedServiceDeps {
+  activities: ActivityRepository;
+  entries: EntryRepository;
+  signals: Signals;
+  fanout: Fanout;
+  peers: () => Clients;
+  log: Logger;
+}
+
+const CLAMP_MS = 10 * 60 * 1000;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const activityToProto = (d: ActivityDoc): Activity =>
+  create(ActivitySchema, {
+    id: d._id,
+    actor: d.actor,
+    verb: d.verb,
+    object: d.object,
+    ...(d.target !== null ? { target: d.target } : {}),
+    ...(d.foreign_id !== null ? { foreignId: d.foreign_id } : {}),
+    time: toTimestamp(d.time),
+    customJson: d.custom_json,
+    originFeed: d.origin_feed,
+    reactionCounts: Object.fromEntries(Object.entries(d.reaction_counts).map(([k, v]) => [k, BigInt(v)])),
+    refs: d.refs,
+    ...(d.edited_at ? { editedAt: toTimestamp(d.edited_at) } : {}),
+    version: BigInt(d.version),
+    ...(d.deleted_at ? { deletedAt: toTimestamp(d.deleted_at) } : {}),
+  });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof FeedService> {
+  const { activities, entries, signals, fanout, log } = deps;
+
+  /** A user token may act only on its own activities (actor `user:<id>`). */
+  function mayChange(ctx: HandlerContext, doc: ActivityDoc): void {
+    const c = callerOf(ctx);
+    if (c.kind === "user" && doc.actor !== `user:${c.userId}`) throw forbidden("not your activity");
+  }
+
+  async function live(tenantId: string, id: string): Promise<ActivityDoc> {
+    const doc = UUID.test(id) ? await activities.get(tenantId, id) : null;
+    if (!doc || doc.deleted_at) throw notFound("activity not found");
+    return doc;
+  }
+
+  /** `actor_user_unresolved` when the actor names a user with no record. */
+  async function warningsFor(tenantId: string, actor: string): Promise<string[]> {
+    if (!actor.startsWith("user:")) return [];
+    const res = await deps.peers().users.getUsers({ ids: [actor.slice(5)] }, scope({ tenantId, caller: { kind: "system" } }));
+    return res.users.length ? [] : ["actor_user_unresolved"];
+  }
+
+  /**
+   * Stores one activity (dedupe identity first, then the activity with its outbox mark, then the
+   * origin entry), and publishes its fan-out. Answers the existing activity for a live duplicate.
+   */
+  async function store(
+    tenantId: string,
+    origin: string,
+    a: NewActivity,
+    time: Date,
+    batch: boolean,
+  ): Promise<{ doc: ActivityDoc; created: boolean }> {
+    const id = randomUUID();
+    if (a.foreignId) {
+      const claim = await activities.claimIdentity(tenantId, a.foreignId, time, id);
+      if (claim) {
+        if (claim.deleted) throw conflict("this (foreign_id, time) identity belongs to a deleted activity");
+        // The winner of a concurrent post may not have stored its activity yet: wait for it.
+        for (let i = 0; i < 30; i++) {
+          const existing = await activities.get(tenantId, claim.activity_id);
+          if (existing) {
+            if (existing.deleted_at) throw conflict("this (foreign_id, time) identity belongs to a deleted activity");
+            return { doc: existing, created: false };
+          }
+          await sleep(20 + i * 5);
+        }
+        // The claimant died between claiming and storing: finish its work under its id.
+        return store2(claim.activity_id);
+      }
+    }
+    return store2(id);
+
+    async function store2(activityId: string): Promise<{ doc: ActivityDoc; created: boolean }> {
+      const now = new Date();
+      const doc: ActivityDoc = {
+        _id: activityId,
+        tenant_id: tenantId,
+        actor: a.actor,
+        verb: a.verb,
+        object: a.object,
+        target: a.target ?? null,
+        foreign_id: a.foreignId ?? null,
+        time,
+        custom_json: JSON.stringify(parseCustom(a.customJson)),
+        origin_feed: origin,
+        refs: a.refs,
+        reaction_counts: {},
+        version: 1,
+        edited_at: null,
+        deleted_at: null,
+        created_at: now,
+        batch,
+        fanout_pending: true,
+      };
+      try {
+        await activities.insert(doc);
+      } catch (e) {
+        if ((e as { code?: unknown }).code !== 11000) throw e;
+        const raced = await activities.get(tenantId, activityId);
+        if (!raced) throw e;
+        return { doc: raced, created: false };
+      }
+      // Read your own writes: the origin feed and its signal show it before we answer.
+      await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
+      if (!batch) await signals.bump(tenantId, [origin]);
+      try {
+        await fanout.publish(doc);
+      } catch (err) {
+        // Stored with its outbox mark: the relay publishes it once NATS answers again.
+        log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
+      }
+      return { doc, created: true };
+    }
+  }
+
+  return {
+    async addActivity(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const origin = feedKey(req.feed);
+      const caller = callerOf(ctx);
+      const a = { ...req.activity } as NewActivity;
+      if (caller.kind === "user") {
+        if (req.feed?.id !== caller.userId) throw forbidden("a user token writes only its own feeds");
+        a.actor = `user:${caller.userId}`;
+      }
+      const errors = checkActivity(a);
+      if (errors.length) throw validationFailed(errors);
+      const now = Date.now();
+      let time = fromTimestamp(a.time) ?? new Date(now);
+      if (caller.kind === "user") time = new Date(Math.min(now, Math.max(now - CLAMP_MS, time.getTime())));
+      const [stored, warnings] = await Promise.all([store(tenantId, origin, a, time, false), warningsFor(tenantId, a.actor)]);
+      return { activity: activityToProto(stored.doc), created: stored.created, warnings };
+    },
+
+    async getActivity(req, ctx) {
+      return { activity: activityToProto(await live(requireTenant(ctx), req.id)) };
+    },
+
+    async getActivities(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const ids = [...new Set(req.ids)].filter((id) => UUID.test(id));
+      const docs = await activities.getMany(tenantId, ids);
+      return { activities: docs.filter((d) => !d.deleted_at).map(activityToProto) };
+    },
+
+    async patchActivity(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const set = req.setJson ? (parseCustom(req.setJson, "set")) : {};
+      if (req.hasRefs) {
+        const errors = checkRefs(req.refs);
+        if (errors.length) throw validationFailed(errors);
+      }
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const doc = await live(tenantId, req.id);
+        mayChange(ctx, doc);
+        const custom = patchCustom(JSON.parse(doc.custom_json) as Record<string, unknown>, set, req.unset);
+        const updated = await activities.replaceIfVersion(doc, doc.version, {
+          custom_json: JSON.stringify(custom),
+          ...(req.hasRefs ? { refs: req.refs } : {}),
+          version: doc.version + 1,
+          edited_at: doc.edited_at ?? new Date(),
+        });
+        if (updated) {
+          await signals.bump(tenantId, await entries.feedsOf(tenantId, doc._id));
+          return { activity: activityToProto(updated) };
+        }
+      }
+      throw conflict("the activity changed concurrently; retry");
+    },
+
+    async deleteActivity(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const doc = await live(tenantId, req.id);
+        mayChange(ctx, doc);
+        const deleted = await activities.replaceIfVersion(doc, doc.version, { deleted_at: new Date(), version: doc.version + 1 });
+        if (!deleted) continue;
+        if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
+        const feeds = await entries.feedsOf(tenantId, doc._id);
+        await entries.removeActivity(tenantId, doc._id);
+        await signals.bump(tenantId, [...new Set([doc.origin_feed, ...feeds])]);
+        return {};
+      }
+      throw conflict("the activity changed concurrently; retry");
+    },
+
+    async readFeed(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const feed = feedKey(req.feed);
+      const limit = pageLimit(req.page?.limit);
+      const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
+      const rows = await entries.page(tenantId, feed, limit, after ? { time: new Date(after[0]), id: after[1] } : null);
+      const page = rows.slice(0, limit);
+      const byId = new Map((await activities.getMany(tenantId, page.map((e) => e.activity_id))).map((d) => [d._id, d]));
+      const last = page[page.length - 1];
+      return {
+        activities: page.flatMap((e) => {
+          const d = byId.get(e.activity_id);
+          return d && !d.deleted_at ? [activityToProto(d)] : [];
+        }),
+        next: rows.length > limit && last ? encodeCursor([last.time.getTime(), last.activity_id]) : "",
+      };
+    },
+
+    async getSignal(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const feed = feedKey(req.feed);
+      const [version, newest] = await Promise.all([signals.version(tenantId, feed), entries.newest(tenantId, feed)]);
+      return { version: BigInt(version), head: newest?.activity_id ?? "" };
+    },
+
+    async copyHistory(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const source = feedKey(req.source);
+      const target = feedKey(req.target);
+      const limit = Math.max(0, Math.min(1000, req.limit));
+      if (!limit) return { copied: 0 };
+      const docs = await activities.newestOf(tenantId, target, limit);
+      const copied = await entries.upsertMany(
+        tenantId,
+        docs.map((d) => ({ feed: source, activity_id: d._id, time: d.time, origin: target })),
+      );
+      if (copied) await signals.bump(tenantId, [source]);
+      return { copied };
+    },
+
+    async removeHistory(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const source = feedKey(req.source);
+      const r = await entries.removeOrigin(tenantId, source, feedKey(req.target));
+      if (r.deletedCount) await signals.bump(tenantId, [source]);
+      return { removed: r.deletedCount };
+    },
+
+    async importActivities(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      // Items are independent and run in order: a rerun with foreign_id+time finds its rows.
+      const results = [];
+      for (const [index, item] of req.items.entries()) {
+        try {
+          const origin = feedKey(item.feed);
+          const a = item.activity;
+          const errors = checkActivity(a);
+          if (!a || errors.length) throw validationFailed(errors);
+          const { doc } = await store(tenantId, origin, a, fromTimestamp(a.time) ?? new Date(), true);
+          results.push({ index, ok: true, id: doc._id, code: "" });
+        } catch (e) {
+          const code = (e as { code?: unknown }).code;
+          results.push({ index, ok: false, id: "", code: typeof code === "string" ? code : "INTERNAL" });
+        }
+      }
+      return { results };
+    },
+
+    async listActivities(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const limit = pageLimit(req.page?.limit);
+      const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
+      const rows = await activities.page(tenantId, limit, after ? { time: new Date(after[0]), id: after[1] } : null);
+      const page = rows.slice(0, limit);
+      const last = page[page.length - 1];
+      return {
+        activities: page.map(activityToProto),
+        next: rows.length > limit && last ? encodeCursor([last.time.getTime(), last._id]) : "",
+      };
+    },
+  };
+}

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createLocks, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createActivityRepository } from "./activity-repository.js";
 import { createEntryRepository } from "./entry-repository.js";
@@ -23,7 +23,8 @@ export async function createFeedModule(deps: {
   await Promise.all([activities.ensureIndexes(), entries.ensureIndexes()]);
   const signals = createSignals(deps.redis);
   const fanout = createFanout({ nats: deps.nats, activities, entries, signals, peers: deps.peers, log: deps.log });
-  const impl = createFeedService({ activities, entries, signals, fanout, peers: deps.peers, log: deps.log });
+  const locks = createLocks(deps.db, "activity_locks");
+  const impl = createFeedService({ activities, entries, signals, fanout, locks, peers: deps.peers, log: deps.log });
   return {
     name: "feed",
     routes: (router) => router.service(FeedService, impl),

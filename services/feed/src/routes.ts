@@ -15,6 +15,7 @@ import {
   toTimestamp,
   validationFailed,
   type Clients,
+  type Locks,
   type Logger,
 } from "@feeds/kit";
 import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
@@ -30,6 +31,8 @@ export interface FeedServiceDeps {
   entries: EntryRepository;
   signals: Signals;
   fanout: Fanout;
+  /** Serialises changes to one activity (FerretDB v1 has no atomic compare-and-set). */
+  locks: Locks;
   peers: () => Clients;
   log: Logger;
 }
@@ -190,7 +193,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         const errors = checkRefs(req.refs);
         if (errors.length) throw validationFailed(errors);
       }
-      for (let attempt = 0; attempt < 10; attempt++) {
+      return deps.locks.withLock(`activity:${req.id}`, async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
         const custom = patchCustom(JSON.parse(doc.custom_json) as Record<string, unknown>, set, req.unset);
@@ -200,28 +203,26 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
           version: doc.version + 1,
           edited_at: doc.edited_at ?? new Date(),
         });
-        if (updated) {
-          await signals.bump(tenantId, await entries.feedsOf(tenantId, doc._id));
-          return { activity: activityToProto(updated) };
-        }
-      }
-      throw conflict("the activity changed concurrently; retry");
+        if (!updated) throw conflict("the activity changed concurrently; retry");
+        await signals.bump(tenantId, await entries.feedsOf(tenantId, doc._id));
+        return { activity: activityToProto(updated) };
+      });
     },
 
     async deleteActivity(req, ctx) {
       const tenantId = requireTenant(ctx);
-      for (let attempt = 0; attempt < 10; attempt++) {
+      return deps.locks.withLock(`activity:${req.id}`, async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
         const deleted = await activities.replaceIfVersion(doc, doc.version, { deleted_at: new Date(), version: doc.version + 1 });
-        if (!deleted) continue;
+        if (!deleted) throw conflict("the activity changed concurrently; retry");
+        // Burn the identity first: a crash after this point leaves a tombstone, never a live copy.
         if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
         const feeds = await entries.feedsOf(tenantId, doc._id);
         await entries.removeActivity(tenantId, doc._id);
         await signals.bump(tenantId, [...new Set([doc.origin_feed, ...feeds])]);
         return {};
-      }
-      throw conflict("the activity changed concurrently; retry");
+      });
     },
 
     async readFeed(req, ctx) {

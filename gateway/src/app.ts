@@ -13,6 +13,7 @@ import { userRoutes } from "./routes/users.js";
 import { feedRoutes } from "./routes/feeds.js";
 import { graphRoutes } from "./routes/graph.js";
 import { objectRoutes } from "./routes/objects.js";
+import { promotedRoutes } from "./routes/promoted.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -52,6 +53,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   feedRoutes(routes, clients);
   graphRoutes(routes, clients);
   objectRoutes(routes, clients);
+  promotedRoutes(routes, clients);
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

@@ -2,7 +2,7 @@ import type { Client, Transport } from "@connectrpc/connect";
 import { createClient } from "@connectrpc/connect";
 import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
-import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
@@ -17,6 +17,7 @@ export interface Clients {
   users: Client<typeof UserService>;
   operators: Client<typeof OperatorService>;
   feed: Client<typeof FeedService>;
+  promoted: Client<typeof PromotedService>;
   graph: Client<typeof GraphService>;
   catalog: Client<typeof CatalogService>;
   engagement: Client<typeof EngagementService>;
@@ -32,6 +33,7 @@ export function createClients(transportOf: (name: ServiceName) => Transport): Cl
     users: createClient(UserService, transportOf("identity")),
     operators: createClient(OperatorService, transportOf("identity")),
     feed: createClient(FeedService, transportOf("feed")),
+    promoted: createClient(PromotedService, transportOf("feed")),
     graph: createClient(GraphService, transportOf("graph")),
     catalog: createClient(CatalogService, transportOf("catalog")),
     engagement: createClient(EngagementService, transportOf("engagement")),

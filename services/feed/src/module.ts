@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
 import { createLocks, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
-import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository } from "./activity-repository.js";
 import { createEntryRepository } from "./entry-repository.js";
 import { createFanout } from "./fanout.js";
@@ -25,9 +26,13 @@ export async function createFeedModule(deps: {
   const fanout = createFanout({ nats: deps.nats, activities, entries, signals, peers: deps.peers, log: deps.log });
   const locks = createLocks(deps.db, "activity_locks");
   const impl = createFeedService({ activities, entries, signals, fanout, locks, peers: deps.peers, log: deps.log });
+  const promoted = await createPromotedModule({ db: deps.db, log: deps.log });
   return {
     name: "feed",
-    routes: (router) => router.service(FeedService, impl),
+    routes: (router) => {
+      router.service(FeedService, impl);
+      router.service(PromotedService, promoted);
+    },
     async start() {
       if (deps.worker === false) return;
       await fanout.startWorker();

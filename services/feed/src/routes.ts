@@ -216,7 +216,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         mayChange(ctx, doc);
         const deleted = await activities.replaceIfVersion(doc, doc.version, { deleted_at: new Date(), version: doc.version + 1 });
         if (!deleted) throw conflict("the activity changed concurrently; retry");
-        // Burn the identity first: a crash after this point leaves a tombstone, never a live copy.
+        // A crash before the burn still answers 409 to a re-post: the claim leads to this tombstone.
         if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
         const feeds = await entries.feedsOf(tenantId, doc._id);
         await entries.removeActivity(tenantId, doc._id);

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/feed/v1/feed.proto.
  */
 export const file_feeds_feed_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEi2gMKCEFjdGl2aXR5EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEgwKBHZlcmIYAyABKAkSDgoGb2JqZWN0GAQgASgJEhMKBnRhcmdldBgFIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBiABKAlIAYgBARIoCgR0aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgIIAEoCRITCgtvcmlnaW5fZmVlZBgJIAEoCRJECg9yZWFjdGlvbl9jb3VudHMYCiADKAsyKy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5LlJlYWN0aW9uQ291bnRzRW50cnkSDAoEcmVmcxgLIAMoCRItCgllZGl0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3ZlcnNpb24YDSABKAMSLgoKZGVsZXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaNQoTUmVhY3Rpb25Db3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQizwEKC05ld0FjdGl2aXR5Eg0KBWFjdG9yGAEgASgJEgwKBHZlcmIYAiABKAkSDgoGb2JqZWN0GAMgASgJEhMKBnRhcmdldBgEIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBSABKAlIAYgBARIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgHIAEoCRIMCgRyZWZzGAggAygJQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQiagoSQWRkQWN0aXZpdHlSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIsCghhY3Rpdml0eRgCIAEoCzIaLmZlZWRzLmZlZWQudjEuTmV3QWN0aXZpdHkiYwoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCSIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCTLjBwoLRmVlZFNlcnZpY2USVAoLQWRkQWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXNwb25zZRJUCgtHZXRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlc3BvbnNlEloKDUdldEFjdGl2aXRpZXMSIy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVzcG9uc2USWgoNUGF0Y2hBY3Rpdml0eRIjLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXNwb25zZRJdCg5EZWxldGVBY3Rpdml0eRIkLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlc3BvbnNlEksKCFJlYWRGZWVkEh4uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlcXVlc3QaHy5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVzcG9uc2USTgoJR2V0U2lnbmFsEh8uZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXF1ZXN0GiAuZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXNwb25zZRJUCgtDb3B5SGlzdG9yeRIhLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlc3BvbnNlEloKDVJlbW92ZUhpc3RvcnkSIy5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVzcG9uc2USYwoQSW1wb3J0QWN0aXZpdGllcxImLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1JlcXVlc3QaJy5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRJdCg5MaXN0QWN0aXZpdGllcxIkLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1Jlc3BvbnNlYgZwcm90bzM", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEi2gMKCEFjdGl2aXR5EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEgwKBHZlcmIYAyABKAkSDgoGb2JqZWN0GAQgASgJEhMKBnRhcmdldBgFIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBiABKAlIAYgBARIoCgR0aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgIIAEoCRITCgtvcmlnaW5fZmVlZBgJIAEoCRJECg9yZWFjdGlvbl9jb3VudHMYCiADKAsyKy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5LlJlYWN0aW9uQ291bnRzRW50cnkSDAoEcmVmcxgLIAMoCRItCgllZGl0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3ZlcnNpb24YDSABKAMSLgoKZGVsZXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaNQoTUmVhY3Rpb25Db3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQizwEKC05ld0FjdGl2aXR5Eg0KBWFjdG9yGAEgASgJEgwKBHZlcmIYAiABKAkSDgoGb2JqZWN0GAMgASgJEhMKBnRhcmdldBgEIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBSABKAlIAYgBARIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgHIAEoCRIMCgRyZWZzGAggAygJQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQiagoSQWRkQWN0aXZpdHlSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIsCghhY3Rpdml0eRgCIAEoCzIaLmZlZWRzLmZlZWQudjEuTmV3QWN0aXZpdHkiYwoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCSIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSIoCghBdWRpZW5jZRINCgV1c2VycxgBIAMoCRINCgVmZWVkcxgCIAMoCSKTAgoOUHJvbW90ZWRSZWNvcmQSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoLY3VzdG9tX2pzb24YBSABKAkSLgoIYXVkaWVuY2UYBiABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQESFAoMc2VydmVkX2NvdW50GAcgASgDEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDHJldHJhY3RlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2F1ZGllbmNlIpYBChVDcmVhdGVQcm9tb3RlZFJlcXVlc3QSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoLY3VzdG9tX2pzb24YBCABKAkSLgoIYXVkaWVuY2UYBSABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQFCCwoJX2F1ZGllbmNlIkcKFkNyZWF0ZVByb21vdGVkUmVzcG9uc2USLQoGcmVjb3JkGAEgASgLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZCJBChNMaXN0UHJvbW90ZWRSZXF1ZXN0EioKBHBhZ2UYASABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiVAoUTGlzdFByb21vdGVkUmVzcG9uc2USLgoHcmVjb3JkcxgBIAMoCzIdLmZlZWRzLmZlZWQudjEuUHJvbW90ZWRSZWNvcmQSDAoEbmV4dBgCIAEoCSIkChZSZXRyYWN0UHJvbW90ZWRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF1JldHJhY3RQcm9tb3RlZFJlc3BvbnNlIk8KFFNlcnZlUHJvbW90ZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIPCgd1c2VyX2lkGAIgASgJIkcKFVNlcnZlUHJvbW90ZWRSZXNwb25zZRIuCgdyZWNvcmRzGAEgAygLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZDLjBwoLRmVlZFNlcnZpY2USVAoLQWRkQWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXNwb25zZRJUCgtHZXRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlc3BvbnNlEloKDUdldEFjdGl2aXRpZXMSIy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVzcG9uc2USWgoNUGF0Y2hBY3Rpdml0eRIjLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXNwb25zZRJdCg5EZWxldGVBY3Rpdml0eRIkLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlc3BvbnNlEksKCFJlYWRGZWVkEh4uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlcXVlc3QaHy5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVzcG9uc2USTgoJR2V0U2lnbmFsEh8uZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXF1ZXN0GiAuZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXNwb25zZRJUCgtDb3B5SGlzdG9yeRIhLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlc3BvbnNlEloKDVJlbW92ZUhpc3RvcnkSIy5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVzcG9uc2USYwoQSW1wb3J0QWN0aXZpdGllcxImLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1JlcXVlc3QaJy5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRJdCg5MaXN0QWN0aXZpdGllcxIkLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1Jlc3BvbnNlMocDCg9Qcm9tb3RlZFNlcnZpY2USXQoOQ3JlYXRlUHJvbW90ZWQSJC5mZWVkcy5mZWVkLnYxLkNyZWF0ZVByb21vdGVkUmVxdWVzdBolLmZlZWRzLmZlZWQudjEuQ3JlYXRlUHJvbW90ZWRSZXNwb25zZRJXCgxMaXN0UHJvbW90ZWQSIi5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlcXVlc3QaIy5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlc3BvbnNlEmAKD1JldHJhY3RQcm9tb3RlZBIlLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVxdWVzdBomLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVzcG9uc2USWgoNU2VydmVQcm9tb3RlZBIjLmZlZWRzLmZlZWQudjEuU2VydmVQcm9tb3RlZFJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlNlcnZlUHJvbW90ZWRSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message feeds.feed.v1.Activity
@@ -655,6 +655,251 @@ export const ListActivitiesResponseSchema: GenMessage<ListActivitiesResponse> = 
   messageDesc(file_feeds_feed_v1_feed, 25);
 
 /**
+ * @generated from message feeds.feed.v1.Audience
+ */
+export type Audience = Message<"feeds.feed.v1.Audience"> & {
+  /**
+   * @generated from field: repeated string users = 1;
+   */
+  users: string[];
+
+  /**
+   * Feeds as `group:id`.
+   *
+   * @generated from field: repeated string feeds = 2;
+   */
+  feeds: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.Audience.
+ * Use `create(AudienceSchema)` to create a new message.
+ */
+export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 26);
+
+/**
+ * @generated from message feeds.feed.v1.PromotedRecord
+ */
+export type PromotedRecord = Message<"feeds.feed.v1.PromotedRecord"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: string verb = 3;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string object = 4;
+   */
+  object: string;
+
+  /**
+   * @generated from field: string custom_json = 5;
+   */
+  customJson: string;
+
+  /**
+   * Absent: shown to every read.
+   *
+   * @generated from field: optional feeds.feed.v1.Audience audience = 6;
+   */
+  audience?: Audience | undefined;
+
+  /**
+   * @generated from field: int64 served_count = 7;
+   */
+  servedCount: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 8;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp retracted_at = 9;
+   */
+  retractedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.PromotedRecord.
+ * Use `create(PromotedRecordSchema)` to create a new message.
+ */
+export const PromotedRecordSchema: GenMessage<PromotedRecord> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 27);
+
+/**
+ * @generated from message feeds.feed.v1.CreatePromotedRequest
+ */
+export type CreatePromotedRequest = Message<"feeds.feed.v1.CreatePromotedRequest"> & {
+  /**
+   * @generated from field: string actor = 1;
+   */
+  actor: string;
+
+  /**
+   * @generated from field: string verb = 2;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string object = 3;
+   */
+  object: string;
+
+  /**
+   * @generated from field: string custom_json = 4;
+   */
+  customJson: string;
+
+  /**
+   * @generated from field: optional feeds.feed.v1.Audience audience = 5;
+   */
+  audience?: Audience | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.CreatePromotedRequest.
+ * Use `create(CreatePromotedRequestSchema)` to create a new message.
+ */
+export const CreatePromotedRequestSchema: GenMessage<CreatePromotedRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 28);
+
+/**
+ * @generated from message feeds.feed.v1.CreatePromotedResponse
+ */
+export type CreatePromotedResponse = Message<"feeds.feed.v1.CreatePromotedResponse"> & {
+  /**
+   * @generated from field: feeds.feed.v1.PromotedRecord record = 1;
+   */
+  record?: PromotedRecord | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.CreatePromotedResponse.
+ * Use `create(CreatePromotedResponseSchema)` to create a new message.
+ */
+export const CreatePromotedResponseSchema: GenMessage<CreatePromotedResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 29);
+
+/**
+ * @generated from message feeds.feed.v1.ListPromotedRequest
+ */
+export type ListPromotedRequest = Message<"feeds.feed.v1.ListPromotedRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 1;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ListPromotedRequest.
+ * Use `create(ListPromotedRequestSchema)` to create a new message.
+ */
+export const ListPromotedRequestSchema: GenMessage<ListPromotedRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 30);
+
+/**
+ * @generated from message feeds.feed.v1.ListPromotedResponse
+ */
+export type ListPromotedResponse = Message<"feeds.feed.v1.ListPromotedResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.PromotedRecord records = 1;
+   */
+  records: PromotedRecord[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ListPromotedResponse.
+ * Use `create(ListPromotedResponseSchema)` to create a new message.
+ */
+export const ListPromotedResponseSchema: GenMessage<ListPromotedResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 31);
+
+/**
+ * @generated from message feeds.feed.v1.RetractPromotedRequest
+ */
+export type RetractPromotedRequest = Message<"feeds.feed.v1.RetractPromotedRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.RetractPromotedRequest.
+ * Use `create(RetractPromotedRequestSchema)` to create a new message.
+ */
+export const RetractPromotedRequestSchema: GenMessage<RetractPromotedRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 32);
+
+/**
+ * @generated from message feeds.feed.v1.RetractPromotedResponse
+ */
+export type RetractPromotedResponse = Message<"feeds.feed.v1.RetractPromotedResponse"> & {
+};
+
+/**
+ * Describes the message feeds.feed.v1.RetractPromotedResponse.
+ * Use `create(RetractPromotedResponseSchema)` to create a new message.
+ */
+export const RetractPromotedResponseSchema: GenMessage<RetractPromotedResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 33);
+
+/**
+ * @generated from message feeds.feed.v1.ServePromotedRequest
+ */
+export type ServePromotedRequest = Message<"feeds.feed.v1.ServePromotedRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ServePromotedRequest.
+ * Use `create(ServePromotedRequestSchema)` to create a new message.
+ */
+export const ServePromotedRequestSchema: GenMessage<ServePromotedRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 34);
+
+/**
+ * @generated from message feeds.feed.v1.ServePromotedResponse
+ */
+export type ServePromotedResponse = Message<"feeds.feed.v1.ServePromotedResponse"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.PromotedRecord records = 1;
+   */
+  records: PromotedRecord[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.ServePromotedResponse.
+ * Use `create(ServePromotedResponseSchema)` to create a new message.
+ */
+export const ServePromotedResponseSchema: GenMessage<ServePromotedResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 35);
+
+/**
  * Activities, dedupe identities, feed entries (materialised timelines), promoted records and the
  * fan-out worker. The tenant and caller travel in the call's context headers.
  *
@@ -767,4 +1012,53 @@ export const FeedService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_feed_v1_feed, 0);
+
+/**
+ * Promoted activities: placed by the tenant's server, delivered beside first-page feed reads,
+ * never fanned out.
+ *
+ * @generated from service feeds.feed.v1.PromotedService
+ */
+export const PromotedService: GenService<{
+  /**
+   * @generated from rpc feeds.feed.v1.PromotedService.CreatePromoted
+   */
+  createPromoted: {
+    methodKind: "unary";
+    input: typeof CreatePromotedRequestSchema;
+    output: typeof CreatePromotedResponseSchema;
+  },
+  /**
+   * Every record of the tenant, retracted ones included, newest first.
+   *
+   * @generated from rpc feeds.feed.v1.PromotedService.ListPromoted
+   */
+  listPromoted: {
+    methodKind: "unary";
+    input: typeof ListPromotedRequestSchema;
+    output: typeof ListPromotedResponseSchema;
+  },
+  /**
+   * Soft delete; NOT_FOUND when missing or already retracted.
+   *
+   * @generated from rpc feeds.feed.v1.PromotedService.RetractPromoted
+   */
+  retractPromoted: {
+    methodKind: "unary";
+    input: typeof RetractPromotedRequestSchema;
+    output: typeof RetractPromotedResponseSchema;
+  },
+  /**
+   * The live records a first-page read of `feed` by `user_id` (empty for server tokens) is
+   * eligible for; counts one delivery of each toward served_count.
+   *
+   * @generated from rpc feeds.feed.v1.PromotedService.ServePromoted
+   */
+  servePromoted: {
+    methodKind: "unary";
+    input: typeof ServePromotedRequestSchema;
+    output: typeof ServePromotedResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_feeds_feed_v1_feed, 1);
 

@@ -14,6 +14,7 @@ import { feedRoutes } from "./routes/feeds.js";
 import { graphRoutes } from "./routes/graph.js";
 import { objectRoutes } from "./routes/objects.js";
 import { promotedRoutes } from "./routes/promoted.js";
+import { batchActivityRoutes } from "./routes/batch-activities.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -54,6 +55,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   graphRoutes(routes, clients);
   objectRoutes(routes, clients);
   promotedRoutes(routes, clients);
+  batchActivityRoutes(routes, clients);
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

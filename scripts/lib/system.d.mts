@@ -5,6 +5,10 @@ export interface RunningProcess {
   name: string;
   child: ChildProcess;
   stop(): Promise<void>;
+  /** SIGKILL, as a crash. */
+  kill(): Promise<void>;
+  /** SIGKILL, then start again with the same environment and port. */
+  restart(): Promise<void>;
 }
 export interface RunningSystem {
   url: string;

@@ -9,6 +9,28 @@ import { freePort } from "../infra.mjs";
 export const services = ["tenancy", "identity", "feed", "graph", "engagement", "notification", "catalog"];
 
 function startProcess(name, entry, env, { inherit = false } = {}) {
+  const handle = spawnProcess(name, entry, env, { inherit });
+  /** Kills the process (SIGKILL: a crash) and starts it again with the same environment. */
+  handle.restart = async () => {
+    await new Promise((resolve) => {
+      if (handle.child.exitCode !== null || handle.child.signalCode !== null) return resolve();
+      handle.child.once("exit", () => resolve());
+      handle.child.kill("SIGKILL");
+    });
+    const next = spawnProcess(name, entry, env, { inherit });
+    Object.assign(handle, { child: next.child, first: next.first, stop: next.stop });
+    await next.first;
+  };
+  handle.kill = () =>
+    new Promise((resolve) => {
+      if (handle.child.exitCode !== null || handle.child.signalCode !== null) return resolve();
+      handle.child.once("exit", () => resolve());
+      handle.child.kill("SIGKILL");
+    });
+  return handle;
+}
+
+function spawnProcess(name, entry, env, { inherit = false } = {}) {
   const child = spawn(process.execPath, [join(root, entry)], {
     cwd: root,
     env: { ...process.env, ...env },
@@ -57,6 +79,7 @@ export async function startSystem({ env, split = false, port = 0, inherit = fals
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
   };
+  // Each process handle: { name, child, first, stop(), kill(), restart() }.
   try {
     const urls = {};
     if (split) {

@@ -1,5 +1,176 @@
-import type { RouteTable } from "../define.js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { isoOf } from "@feeds/kit";
+import type { Follow } from "@feeds/proto/feeds/graph/v1/graph";
+import {
+  batchFollowItem,
+  batchFollowsBody,
+  followBody,
+  graphFeedParams,
+  pageQuery,
+  suggestionsQuery,
+  unfollowParams,
+  unfollowQuery,
+} from "@feeds/sdk";
+import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
 import type { Clients } from "../system.js";
+import { page } from "../json.js";
+
+/** The interface's Follow resource. */
+const followJson = (f: Follow) => ({
+  source_group: f.source?.group ?? "",
+  source_id: f.source?.id ?? "",
+  target_group: f.target?.group ?? "",
+  target_id: f.target?.id ?? "",
+  created_at: isoOf(f.createdAt),
+});
+
+/** Awaits a feed-history call, ignoring only Unimplemented (the feed service may not have it yet). */
+async function historyCall(call: Promise<unknown>) {
+  try {
+    await call;
+  } catch (e) {
+    // CopyHistory/RemoveHistory answer Unimplemented until the feed service ships them: only that is ignored.
+    if (e instanceof ConnectError && e.code === Code.Unimplemented) return;
+    throw e;
+  }
+}
 
 /** Follow, unfollow, follows, followers, stats, suggestions and batch follows. */
-export function graphRoutes(_r: RouteTable, _clients: Clients) {}
+export function graphRoutes(r: RouteTable, clients: Clients) {
+  const tags = ["follows"];
+
+  r.add({
+    method: "POST",
+    url: "/v1/feeds/:group/:id/follows",
+    auth: "tenant",
+    status: 201,
+    summary: "Follow a target feed (201 new edge, 200 existing edge; user tokens only from their own feeds)",
+    tags,
+    params: graphFeedParams,
+    body: followBody,
+    async handler({ params, body, call, reply }) {
+      const source = { group: params.group, id: params.id };
+      const res = await clients.graph.follow({ source, target: body.target }, call);
+      // Also on an existing edge: a retry after a failed copy completes it (copies are idempotent).
+      if (body.activity_copy_limit > 0) {
+        await historyCall(clients.feed.copyHistory({ source, target: body.target, limit: body.activity_copy_limit }, call));
+      }
+      reply.code(res.created ? 201 : 200);
+      return res.follow && followJson(res.follow);
+    },
+  });
+
+  r.add({
+    method: "DELETE",
+    url: "/v1/feeds/:group/:id/follows/:target_group/:target_id",
+    auth: "tenant",
+    status: 204,
+    summary: "Unfollow a target feed (204, also when there was no edge; keep_history=true keeps copied activities)",
+    tags,
+    params: unfollowParams,
+    query: unfollowQuery,
+    async handler({ params, query, call }) {
+      const source = { group: params.group, id: params.id };
+      const target = { group: params.target_group, id: params.target_id };
+      await clients.graph.unfollow({ source, target }, call);
+      // Also without an edge: a retry after a failed removal completes it.
+      if (query.keep_history !== "true") await historyCall(clients.feed.removeHistory({ source, target }, call));
+      return undefined;
+    },
+  });
+
+  // The same reads for tenant tokens (open within the tenant) and for the operator console.
+  for (const [prefix, auth, who] of [
+    ["/v1/feeds", "tenant", ""],
+    ["/operator/inspect/feeds", "member", "Inspector: "],
+  ] as const satisfies readonly (readonly [string, AuthKind, string])[]) {
+    const readTags = auth === "member" ? ["operator"] : tags;
+
+    r.add({
+      method: "GET",
+      url: `${prefix}/:group/:id/follows`,
+      auth,
+      summary: `${who}Who this feed follows, newest first`,
+      tags: readTags,
+      params: graphFeedParams,
+      query: pageQuery,
+      async handler({ params, query, call }) {
+        const res = await clients.graph.listFollows({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
+        return page(res.follows.map(followJson), res.next);
+      },
+    });
+
+    r.add({
+      method: "GET",
+      url: `${prefix}/:group/:id/followers`,
+      auth,
+      summary: `${who}Who follows this feed, newest first`,
+      tags: readTags,
+      params: graphFeedParams,
+      query: pageQuery,
+      async handler({ params, query, call }) {
+        const res = await clients.graph.listFollowers({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
+        return page(res.follows.map(followJson), res.next);
+      },
+    });
+
+    r.add({
+      method: "GET",
+      url: `${prefix}/:group/:id/stats`,
+      auth,
+      summary: `${who}Follower and following counts of a feed`,
+      tags: readTags,
+      params: graphFeedParams,
+      async handler({ params, call }) {
+        const res = await clients.graph.getStats({ feed: params }, call);
+        return {
+          feed: `${params.group}:${params.id}`,
+          follower_count: Number(res.followerCount),
+          following_count: Number(res.followingCount),
+        };
+      },
+    });
+  }
+
+  r.add({
+    method: "GET",
+    url: "/v1/feeds/:group/:id/suggestions",
+    auth: "tenant",
+    summary: "Follow suggestions: user feeds by mutual overlap, topped up by popularity (not paged)",
+    tags,
+    params: graphFeedParams,
+    query: suggestionsQuery,
+    async handler({ params, query, call }) {
+      const res = await clients.graph.suggestions({ feed: params, limit: query.limit ?? 25 }, call);
+      return { results: res.suggestions.map((s) => ({ group: s.group, id: s.id, mutuals: Number(s.mutuals) })) };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/batch/follows",
+    auth: "server",
+    batch: true,
+    summary: "Batch import follows (quiet; a duplicate edge is ok)",
+    tags: ["batch"],
+    body: batchFollowsBody,
+    async handler({ body, call }) {
+      // Items that fail validation fail alone; the rest go to graph in one call.
+      const checked = body.follows.map((f) => batchFollowItem.safeParse(f));
+      const valid = checked.flatMap((c, index) => (c.success ? [{ index, source: c.data.source, target: c.data.target }] : []));
+      const res = valid.length
+        ? await clients.graph.importFollows({ follows: valid.map(({ source, target }) => ({ source, target })) }, call)
+        : { results: [] };
+      const results: { index: number; ok: boolean; code?: string }[] = checked.map((_, index) => ({
+        index,
+        ok: false,
+        code: "VALIDATION_FAILED",
+      }));
+      res.results.forEach((item, i) => {
+        const index = valid[i]?.index as number;
+        results[index] = item.ok ? { index, ok: true } : { index, ok: false, code: item.code };
+      });
+      return { results };
+    },
+  });
+}

@@ -1,5 +1,151 @@
+import { internal, isoOf, validationFailed } from "@feeds/kit";
+import {
+  batchObjectItem,
+  batchObjectsBody,
+  bulkObjectsBody,
+  objectParams,
+  objectRefsQuery,
+  patchObjectBody,
+  putObjectBody,
+} from "@feeds/sdk";
+import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
 import type { RouteTable } from "../define.js";
 import type { Clients } from "../system.js";
+import { customOf } from "../json.js";
+
+/** The interface's Object: `{type, id, custom, updated_at}`. */
+export const objectJson = (o: FeedObject | undefined) =>
+  o && { type: o.type, id: o.id, custom: customOf(o.customJson), updated_at: isoOf(o.updatedAt) };
 
 /** Objects (`type:id`) and their batch import: reads open to any token, writes server only. */
-export function objectRoutes(_r: RouteTable, _clients: Clients) {}
+export function objectRoutes(r: RouteTable, clients: Clients) {
+  const tags = ["objects"];
+  const refOf = (p: { type: string; id: string }) => ({ ref: { type: p.type, id: p.id } });
+
+  r.add({
+    method: "PUT",
+    url: "/v1/objects/:type/:id",
+    auth: "server",
+    summary: "Create or replace an object (201 created, 200 replaced)",
+    tags,
+    params: objectParams,
+    body: putObjectBody,
+    async handler({ params, body, call, reply }) {
+      const res = await clients.catalog.putObject({ type: params.type, id: params.id, customJson: JSON.stringify(body.custom) }, call);
+      reply.code(res.created ? 201 : 200);
+      return objectJson(res.object);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/objects/:type/:id",
+    auth: "tenant",
+    summary: "Read one object",
+    tags,
+    params: objectParams,
+    async handler({ params, call }) {
+      const res = await clients.catalog.getObject(refOf(params), call);
+      return objectJson(res.object);
+    },
+  });
+
+  r.add({
+    method: "PATCH",
+    url: "/v1/objects/:type/:id",
+    auth: "server",
+    summary: "Patch an object's custom (`set` and `unset` paths start with custom.)",
+    tags,
+    params: objectParams,
+    body: patchObjectBody,
+    async handler({ params, body, call }) {
+      const res = await clients.catalog.patchObject(
+        { ...refOf(params), setJson: JSON.stringify(body.set ?? {}), unset: body.unset ?? [] },
+        call,
+      );
+      return objectJson(res.object);
+    },
+  });
+
+  r.add({
+    method: "DELETE",
+    url: "/v1/objects/:type/:id",
+    auth: "server",
+    status: 204,
+    summary: "Delete an object",
+    tags,
+    params: objectParams,
+    async handler({ params, call }) {
+      await clients.catalog.deleteObject(refOf(params), call);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/objects",
+    auth: "tenant",
+    summary: "Read many objects by ref (`refs=a:1,b:2`, at most 100); missing refs are absent",
+    tags,
+    query: objectRefsQuery,
+    async handler({ query, call }) {
+      const res = await clients.catalog.getObjects({ refs: query.refs }, call);
+      const objects: Record<string, ReturnType<typeof objectJson>> = {};
+      for (const o of res.objects) objects[`${o.type}:${o.id}`] = objectJson(o);
+      return { objects };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/objects/bulk",
+    auth: "server",
+    summary: "Create or replace 1 to 100 objects (every item validated; answers them in order)",
+    tags,
+    body: bulkObjectsBody,
+    async handler({ body, call }) {
+      const res = await clients.catalog.bulkPutObjects(
+        { objects: body.objects.map((o) => ({ type: o.type, id: o.id, customJson: JSON.stringify(o.custom) })) },
+        call,
+      );
+      // Items were validated here; a failed one can only be a server fault, and a rerun is safe.
+      const failed = res.results.find((x) => !x.ok);
+      if (failed) {
+        if (failed.code === "VALIDATION_FAILED") {
+          throw validationFailed([{ path: `objects.${failed.index}`, message: "invalid object" }]);
+        }
+        throw internal(new Error(`bulk upsert: objects.${failed.index} failed with ${failed.code}`));
+      }
+      return { results: res.results.map((x) => objectJson(x.object)) };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/batch/objects",
+    auth: "server",
+    batch: true,
+    summary: "Batch import objects (idempotent upsert)",
+    tags: ["batch"],
+    body: batchObjectsBody,
+    async handler({ body, call }) {
+      // Items that fail validation fail alone; the rest go to catalog in one call.
+      const checked = body.objects.map((o) => batchObjectItem.safeParse(o));
+      const valid = checked.flatMap((c, index) =>
+        c.success ? [{ index, type: c.data.type, id: c.data.id, customJson: JSON.stringify(c.data.custom) }] : [],
+      );
+      const res = valid.length
+        ? await clients.catalog.bulkPutObjects({ objects: valid.map(({ type, id, customJson }) => ({ type, id, customJson })) }, call)
+        : { results: [] };
+      const results: { index: number; ok: boolean; code?: string }[] = checked.map((_, index) => ({
+        index,
+        ok: false,
+        code: "VALIDATION_FAILED",
+      }));
+      res.results.forEach((item, i) => {
+        const index = valid[i]?.index as number;
+        results[index] = item.ok ? { index, ok: true } : { index, ok: false, code: item.code || "INTERNAL" };
+      });
+      return { results };
+    },
+  });
+}

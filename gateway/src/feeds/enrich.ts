@@ -1,0 +1,102 @@
+import { Code, ConnectError, type CallOptions } from "@connectrpc/connect";
+import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
+import type { FeedPageQuery, FeedParams } from "@feeds/sdk";
+import type { TenantAuth } from "../auth.js";
+import { cursorOf } from "../define.js";
+import type { Clients } from "../system.js";
+import {
+  activityJson,
+  actorUserId,
+  actorUserJson,
+  objectJson,
+  splitRef,
+  type ActivityJson,
+  type ActorUserJson,
+  type ObjectJson,
+} from "./activity-json.js";
+
+// The one place activities are turned into interface JSON: add, read one, feed reads, inspector.
+// Enrichment is per batch, never per activity: one users call and one catalog call, in parallel.
+
+/** Who is looking: decides `own_reactions` and `deleted_at`. */
+export interface Viewer {
+  /** The end-user behind a user token; null for server tokens and operators (no own_reactions). */
+  userId: string | null;
+  /** The inspector's activity listing shows tombstones with `deleted_at`. */
+  deletedAt?: boolean;
+}
+
+export const viewerOf = (tenant: TenantAuth | null): Viewer => ({ userId: tenant?.kind === "user" ? tenant.userId : null });
+/** Operators forward no end-user identity: own_reactions is always absent. */
+export const operatorViewer: Viewer = { userId: null };
+
+export interface Enriched {
+  results: ActivityJson[];
+  /** The objects sidecar: only when asked for and some activity has a ref. */
+  objects?: Record<string, ObjectJson>;
+}
+
+async function actorUsers(clients: Clients, call: CallOptions, activities: Activity[]): Promise<Map<string, ActorUserJson>> {
+  const ids = [...new Set(activities.map((a) => actorUserId(a.actor)).filter((id): id is string => id !== null))];
+  if (ids.length === 0) return new Map();
+  const res = await clients.users.getUsers({ ids }, call);
+  return new Map(res.users.map((u) => [u.id, actorUserJson(u)]));
+}
+
+async function objectsOf(clients: Clients, call: CallOptions, refs: string[]): Promise<Record<string, ObjectJson>> {
+  const parts = refs.map(splitRef).filter((p): p is { type: string; id: string } => p !== null);
+  const wanted = new Set(refs);
+  const out: Record<string, ObjectJson> = {};
+  if (parts.length === 0) return out;
+  try {
+    const res = await clients.catalog.getObjects({ refs: parts }, call);
+    for (const o of res.objects) {
+      const key = `${o.type}:${o.id}`;
+      if (wanted.has(key)) out[key] = objectJson(o);
+    }
+  } catch (e) {
+    // A catalog without GetObjects yet (Unimplemented) resolves nothing: missing objects are not an error.
+    if (e instanceof ConnectError && e.code === Code.Unimplemented) return out;
+    throw e;
+  }
+  return out;
+}
+
+/** Activities → interface JSON with actor_user, own_reactions and (optionally) the objects sidecar. */
+export async function enrich(
+  clients: Clients,
+  call: CallOptions,
+  activities: Activity[],
+  viewer: Viewer,
+  opts: { objects?: boolean } = {},
+): Promise<Enriched> {
+  const refs = opts.objects ? [...new Set(activities.flatMap((a) => a.refs))] : [];
+  const [users, objects] = await Promise.all([
+    actorUsers(clients, call, activities),
+    refs.length ? objectsOf(clients, call, refs) : Promise.resolve(undefined),
+  ]);
+  const results = activities.map((a) => {
+    const uid = actorUserId(a.actor);
+    return activityJson(a, {
+      actorUser: (uid !== null && users.get(uid)) || null,
+      // The engagement issue fills own_reactions; until then a user token has none.
+      ownReactions: viewer.userId !== null ? [] : undefined,
+      withDeletedAt: viewer.deletedAt,
+    });
+  });
+  return objects ? { results, objects } : { results };
+}
+
+/** One activity as interface JSON (no sidecars). */
+export async function enrichOne(clients: Clients, call: CallOptions, activity: Activity | undefined, viewer: Viewer): Promise<ActivityJson> {
+  if (!activity) throw new Error("the feed service answered no activity");
+  const { results } = await enrich(clients, call, [activity], viewer);
+  return results[0] as ActivityJson;
+}
+
+/** A feed read (`/v1/feeds/{group}/{id}` and the operator's inspect view): `{results, next, objects?}`. */
+export async function feedPage(clients: Clients, call: CallOptions, feed: FeedParams, query: FeedPageQuery, viewer: Viewer) {
+  const res = await clients.feed.readFeed({ feed: { group: feed.group, id: feed.id }, page: { limit: query.limit, cursor: cursorOf(query) } }, call);
+  const { results, objects } = await enrich(clients, call, res.activities, viewer, { objects: true });
+  return { results, next: res.next || null, ...(objects ? { objects } : {}) };
+}

@@ -1,0 +1,77 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { z } from "zod";
+import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/feed";
+import { groupPattern, idPattern } from "@feeds/sdk";
+import type { RouteTable } from "../define.js";
+import type { Clients } from "../system.js";
+
+const envelope = z.object({
+  activities: z.array(z.looseObject({})).min(1, "at least 1 item").max(100, "at most 100 items"),
+});
+
+const item = z.object({
+  feed: z.string().refine((f) => {
+    const i = f.indexOf(":");
+    return i > 0 && groupPattern.test(f.slice(0, i)) && idPattern.test(f.slice(i + 1));
+  }, "must be group:id"),
+  activity: z.object({
+    actor: z.string(),
+    verb: z.string(),
+    object: z.string(),
+    target: z.string().optional(),
+    foreign_id: z.string().optional(),
+    time: z.iso.datetime({ offset: true }).optional(),
+    custom: z.record(z.string(), z.unknown()).default({}),
+    refs: z.array(z.string()).default([]),
+  }),
+});
+
+/** Item JSON → the service's import item; null when the item's shape is wrong. */
+function toImportItem(raw: unknown): ImportItem | null {
+  const r = item.safeParse(raw);
+  if (!r.success) return null;
+  const { feed, activity: a } = r.data;
+  const i = feed.indexOf(":");
+  return create(ImportItemSchema, {
+    feed: { group: feed.slice(0, i), id: feed.slice(i + 1) },
+    activity: {
+      actor: a.actor,
+      verb: a.verb,
+      object: a.object,
+      ...(a.target !== undefined ? { target: a.target } : {}),
+      ...(a.foreign_id !== undefined ? { foreignId: a.foreign_id } : {}),
+      ...(a.time !== undefined ? { time: timestampFromDate(new Date(a.time)) } : {}),
+      customJson: JSON.stringify(a.custom),
+      refs: a.refs,
+    },
+  });
+}
+
+/** POST /v1/batch/activities: cold-start import; fan-out runs, no live head keys, time unclamped. */
+export function batchActivityRoutes(r: RouteTable, clients: Clients) {
+  r.add({
+    method: "POST",
+    url: "/v1/batch/activities",
+    auth: "server",
+    batch: true,
+    summary: "Batch import activities (idempotent with foreign_id and time)",
+    tags: ["batch"],
+    body: envelope,
+    async handler({ body, call }) {
+      const converted = body.activities.map(toImportItem);
+      const valid = converted.flatMap((it, index) => (it ? [{ index, it }] : []));
+      const res = valid.length ? await clients.feed.importActivities({ items: valid.map((v) => v.it) }, call) : { results: [] };
+      const results: { index: number; ok: boolean; id?: string; code?: string }[] = converted.map((_, index) => ({
+        index,
+        ok: false,
+        code: "VALIDATION_FAILED",
+      }));
+      res.results.forEach((out, i) => {
+        const index = valid[i]?.index as number;
+        results[index] = out.ok ? { index, ok: true, id: out.id } : { index, ok: false, code: out.code };
+      });
+      return { results };
+    },
+  });
+}

@@ -11,3 +11,7 @@ export * from "./http.js";
 export type * from "./types.js";
 export * from "./clients.js";
 export * from "./schemas.js";
+export * from "./schemas-feeds.js";
+export * from "./schemas-graph.js";
+export * from "./schemas-objects.js";
+export * from "./schemas-promoted.js";

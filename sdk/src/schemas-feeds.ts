@@ -1,0 +1,115 @@
+import { z } from "zod";
+import { groupString, idString, pageQuery } from "./schemas.js";
+
+// Request schemas of the activity and feed routes (interface section 4, contract sections 2 and 4).
+
+// Only route schemas are exported: sibling schema modules share the package's namespace.
+
+/** custom objects: at most 64 KB of serialized JSON. */
+const MAX_CUSTOM_BYTES = 64 * 1024;
+/** refs per activity: at most 4, no duplicates, each `type:id`. */
+const MAX_REFS = 4;
+
+const idChars = "[A-Za-z0-9_\\-.@]{1,128}";
+/** `type:id` where type and id each match the contract's id pattern. */
+const refPattern = new RegExp(`^${idChars}:${idChars}$`);
+/** A patch path: `custom.` then one or more non-empty segments, none starting with `$`. */
+const customPathPattern = /^custom(\.(?!\$)[^.]+)+$/;
+const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+/** Activity ids are UUIDs: anything else names no activity. */
+export const isActivityId = (id: string): boolean => uuidPattern.test(id);
+
+const byteLength = (s: string) => new TextEncoder().encode(s).length;
+
+const customObject = z
+  .record(z.string(), z.unknown())
+  .refine((c) => byteLength(JSON.stringify(c)) <= MAX_CUSTOM_BYTES, { message: "must be at most 64 KB serialized" });
+
+const refString = z.string().regex(refPattern, "must be type:id, each matching ^[A-Za-z0-9_\\-.@]{1,128}$");
+
+/** At most 4 `type:id` refs, no duplicates (a duplicate is named by its index, e.g. `refs.2`). */
+const refsList = z
+  .array(refString)
+  .max(MAX_REFS, `at most ${MAX_REFS} refs`)
+  .superRefine((refs, ctx) => {
+    const seen = new Set<string>();
+    refs.forEach((ref, i) => {
+      if (seen.has(ref)) ctx.addIssue({ code: "custom", path: [i], message: "duplicate ref" });
+      seen.add(ref);
+    });
+  });
+
+/** ISO 8601 date-time with a zone (`Z` or an offset) that names a real instant. */
+const dateTime = z.iso
+  .datetime({ offset: true })
+  .refine((s) => !Number.isNaN(Date.parse(s)), { message: "must be a valid date-time" });
+
+const text = (max: number) => z.string().min(1).max(max);
+
+/** `{group, id}` of a feed path. */
+export const feedParams = z.object({ group: groupString, id: idString });
+export type FeedParams = z.infer<typeof feedParams>;
+
+/** `{id}` of an activity path. The gateway answers 404 for an id that is not a UUID. */
+export const activityIdParams = z.object({ id: z.string().min(1).max(2048) });
+
+/** Feed and inspector pages: `limit` 1..100 (default 20), `next`, `cursor` (next wins). */
+export const feedPageQuery = pageQuery.extend({ limit: z.coerce.number().int().min(1).max(100).default(20) });
+export type FeedPageQuery = z.infer<typeof feedPageQuery>;
+
+/**
+ * Add activity body. `verb` and `object` are required; `actor` is required for server tokens
+ * (checked by the gateway, which knows the token) and overwritten for user tokens. `foreign_id`
+ * requires `time`. `custom` defaults to `{}`, `refs` to `[]`, `time` to now. A null optional
+ * field counts as absent.
+ */
+export const addActivityBody = z
+  .object({
+    actor: text(256).nullish(),
+    verb: text(64),
+    object: text(256),
+    target: text(256).nullish(),
+    foreign_id: text(256).nullish(),
+    time: dateTime.nullish(),
+    custom: customObject.default({}),
+    refs: refsList.default([]),
+  })
+  .superRefine((b, ctx) => {
+    if (b.foreign_id != null && b.time == null) {
+      ctx.addIssue({ code: "custom", path: ["time"], message: "required when foreign_id is set" });
+    }
+  });
+export type AddActivityBody = z.infer<typeof addActivityBody>;
+
+const customPath = z.string().max(1024).regex(customPathPattern, "must be a path under custom. (e.g. custom.title)");
+
+/**
+ * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s, `refs`
+ * replaces the refs. At least one change; no path may repeat or contain another.
+ */
+export const patchActivityBody = z
+  .object({
+    set: z.record(z.string(), z.unknown()).optional(),
+    unset: z.array(z.string()).max(100).optional(),
+    refs: refsList.optional(),
+  })
+  .superRefine((b, ctx) => {
+    const paths: { path: string; at: (string | number)[] }[] = [];
+    for (const key of Object.keys(b.set ?? {})) {
+      if (customPath.safeParse(key).success) paths.push({ path: key, at: ["set", key] });
+      else ctx.addIssue({ code: "custom", path: ["set", key], message: "must be a path under custom. (e.g. custom.title)" });
+    }
+    (b.unset ?? []).forEach((p, i) => {
+      if (customPath.safeParse(p).success) paths.push({ path: p, at: ["unset", i] });
+      else ctx.addIssue({ code: "custom", path: ["unset", i], message: "must be a path under custom. (e.g. custom.title)" });
+    });
+    // custom.a together with custom.a or custom.a.b would be one conflicting update.
+    paths.forEach((p, i) => {
+      const clash = paths.slice(0, i).find((q) => q.path === p.path || q.path.startsWith(`${p.path}.`) || p.path.startsWith(`${q.path}.`));
+      if (clash) ctx.addIssue({ code: "custom", path: p.at, message: `conflicts with ${clash.path}` });
+    });
+    if (Object.keys(b.set ?? {}).length === 0 && (b.unset ?? []).length === 0 && b.refs === undefined) {
+      ctx.addIssue({ code: "custom", path: [], message: "set, unset or refs is required" });
+    }
+  });
+export type PatchActivityBody = z.infer<typeof patchActivityBody>;

@@ -1,0 +1,94 @@
+import { z } from "zod";
+import { idPattern, idString } from "./schemas.js";
+
+// Request schemas of the object routes (`type:id`). Object type and id follow the contract's
+// id rule (section 4); custom is a JSON object of at most 64 KB.
+
+/** custom objects: at most 64 KB of JSON text. */
+export const MAX_OBJECT_CUSTOM_BYTES = 64 * 1024;
+/** Items of `POST /v1/objects/bulk` and `POST /v1/batch/objects`, refs of `GET /v1/objects`. */
+export const MAX_OBJECTS_PER_CALL = 100;
+
+const jsonBytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
+
+export const objectCustom = z
+  .record(z.string(), z.unknown())
+  .refine((v) => jsonBytes(v) <= MAX_OBJECT_CUSTOM_BYTES, "must be at most 64 KB");
+
+export const objectParams = z.object({ type: idString, id: idString });
+
+export const putObjectBody = z.object({ custom: objectCustom });
+
+/** A patch path: `custom.` followed by one or more non-empty segments separated by dots. */
+export const objectPatchPath = /^custom\.[^.]+(?:\.[^.]+)*$/;
+const PATH_RULE = "must be a path under custom. (e.g. custom.title)";
+const patchPath = z.string().max(1024).regex(objectPatchPath, PATH_RULE);
+
+/**
+ * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s. At least
+ * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`).
+ */
+export const patchObjectBody = z
+  .object({
+    set: z.record(z.string(), z.unknown()).optional(),
+    unset: z.array(z.string()).max(100, "at most 100 paths").optional(),
+  })
+  .superRefine((b, ctx) => {
+    const paths: { path: string; at: (string | number)[] }[] = [];
+    for (const key of Object.keys(b.set ?? {})) {
+      if (patchPath.safeParse(key).success) paths.push({ path: key, at: ["set", key] });
+      else ctx.addIssue({ code: "custom", path: ["set", key], message: PATH_RULE });
+    }
+    (b.unset ?? []).forEach((p, i) => {
+      if (patchPath.safeParse(p).success) paths.push({ path: p, at: ["unset", i] });
+      else ctx.addIssue({ code: "custom", path: ["unset", i], message: PATH_RULE });
+    });
+    // custom.a together with custom.a or custom.a.b would be one conflicting update.
+    const fields = new Map<string, string>();
+    const parents = new Map<string, string>();
+    for (const p of paths) {
+      const segments = p.path.split(".");
+      const prefixes = segments.slice(2).map((_, k) => segments.slice(0, k + 2).join("."));
+      const clash = fields.get(p.path) ?? parents.get(p.path) ?? prefixes.map((q) => fields.get(q)).find((q) => q !== undefined);
+      if (clash !== undefined) {
+        ctx.addIssue({ code: "custom", path: p.at, message: `conflicts with ${clash}` });
+        continue;
+      }
+      fields.set(p.path, p.path);
+      for (const q of prefixes) if (!parents.has(q)) parents.set(q, p.path);
+    }
+    if (Object.keys(b.set ?? {}).length === 0 && (b.unset ?? []).length === 0) {
+      ctx.addIssue({ code: "custom", path: [], message: "set or unset is required" });
+    }
+  });
+
+/** One object of a bulk upsert or batch import: type, id and custom are all required. */
+export const batchObjectItem = z.object({ type: idString, id: idString, custom: objectCustom });
+
+/** Bulk upsert validates every item: a bad one answers 400 naming it (`objects.3.id`). */
+export const bulkObjectsBody = z.object({
+  objects: z.array(batchObjectItem).min(1, "at least 1 item").max(MAX_OBJECTS_PER_CALL, `at most ${MAX_OBJECTS_PER_CALL} items`),
+});
+
+/** Batch import answers 400 only for the list itself; each item is checked on its own (batchObjectItem). */
+export const batchObjectsBody = z.object({
+  objects: z
+    .array(z.looseObject({}))
+    .min(1, "at least 1 item")
+    .max(MAX_OBJECTS_PER_CALL, `at most ${MAX_OBJECTS_PER_CALL} items`),
+});
+
+const refPattern = new RegExp(`^${idPattern.source.slice(1, -1)}:${idPattern.source.slice(1, -1)}$`);
+
+/** `refs=a:1,b:2`: 1..100 comma-separated `type:id` refs; parsed to distinct {type, id}. */
+export const objectRefsQuery = z.object({
+  refs: z
+    .string()
+    .superRefine((s, ctx) => {
+      const refs = s.split(",");
+      if (refs.length > MAX_OBJECTS_PER_CALL) ctx.addIssue({ code: "custom", message: `at most ${MAX_OBJECTS_PER_CALL} refs` });
+      const bad = refs.find((r) => !refPattern.test(r));
+      if (bad !== undefined) ctx.addIssue({ code: "custom", message: `each ref must be type:id (got ${JSON.stringify(bad.slice(0, 300))})` });
+    })
+    .transform((s) => [...new Set(s.split(","))].map((r) => ({ type: r.slice(0, r.indexOf(":")), id: r.slice(r.indexOf(":") + 1) }))),
+});

@@ -538,7 +538,7 @@ describe("tenancy and fan-out", () => {
     const server = await t.server();
     const a = await added(server, "user:alice", { actor: "system:x", verb: "post", object: "o", foreign_id: "shared", time: "2024-01-01T00:00:00Z" });
     const os = await other.server();
-    expect((await read(os, "user:alice")).body).toEqual({ results: [], next: null });
+    expect((await read(os, "user:alice")).body).toEqual({ results: [], next: null, promoted: [] });
     expect((await read(await other.user("alice"), "user:alice")).body.results).toEqual([]);
     for (const [method, body] of [["GET", undefined], ["PATCH", { set: { "custom.x": 1 } }], ["DELETE", undefined]] as const) {
       const res = await http(method, `/v1/activities/${a.id}`, { token: os, body });

@@ -173,4 +173,54 @@ describe("promoted activities", () => {
     expect(Object.keys(doc.body.paths["/v1/promoted"])).toEqual(expect.arrayContaining(["get", "post"]));
     expect(Object.keys(doc.body.paths["/v1/promoted/{id}"])).toEqual(["delete"]);
   });
+
+  it("the sidecar: first pages only, eligible records, never in results, counted in served_count", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    for (let i = 0; i < 3; i++) {
+      await http("POST", "/v1/feeds/user/reader/activities", { token: server, body: { actor: "user:reader", verb: "post", object: `note:${i}` } });
+    }
+    const everyone = await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:1", verb: "promote", object: "ad:1", custom: { x: 1 } } });
+    const forFeed = await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:1", verb: "promote", object: "ad:2", audience: { feeds: ["user:reader"] } } });
+    const forUser = await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:1", verb: "promote", object: "ad:3", audience: { users: ["vip"] } } });
+    const elsewhere = await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:1", verb: "promote", object: "ad:4", audience: { feeds: ["user:other"] } } });
+    for (const p of [everyone, forFeed, forUser, elsewhere]) expect(p.status).toBe(201);
+
+    const first = await http("GET", "/v1/feeds/user/reader?limit=2", { token: server });
+    expect(first.status).toBe(200);
+    expect(first.body.results).toHaveLength(2);
+    const ids = (first.body.promoted as { id: string }[]).map((p) => p.id).sort();
+    expect(ids).toEqual([everyone.body.id, forFeed.body.id].sort());
+    expect(first.body.promoted.find((p: { id: string }) => p.id === everyone.body.id)).toEqual({
+      id: everyone.body.id,
+      actor: "brand:1",
+      verb: "promote",
+      object: "ad:1",
+      custom: { x: 1 },
+      promoted: true,
+    });
+    const resultIds = first.body.results.map((a: { id: string }) => a.id);
+    for (const id of ids) expect(resultIds).not.toContain(id);
+    // Later pages carry no sidecar at all.
+    const second = await http("GET", `/v1/feeds/user/reader?limit=2&next=${first.body.next}`, { token: server });
+    expect(second.body.results).toHaveLength(1);
+    expect(second.body).not.toHaveProperty("promoted");
+    // A user in the audience sees the user-targeted record.
+    const vip = await http("GET", "/v1/feeds/user/reader", { token: await t.user("vip") });
+    expect((vip.body.promoted as { id: string }[]).map((p) => p.id)).toContain(forUser.body.id);
+    // Retracted: gone from the next read.
+    expect((await http("DELETE", `/v1/promoted/${everyone.body.id}`, { token: server })).status).toBe(204);
+    const after = await http("GET", "/v1/feeds/user/reader", { token: server });
+    expect((after.body.promoted as { id: string }[]).map((p) => p.id)).toEqual([forFeed.body.id]);
+    // served_count: `everyone` was delivered twice (server read, vip read), within seconds.
+    const deadline = Date.now() + 10_000;
+    let count = 0;
+    while (Date.now() < deadline) {
+      const list = await http("GET", "/v1/promoted?limit=100", { token: server });
+      count = list.body.results.find((r: { id: string }) => r.id === everyone.body.id)?.served_count ?? 0;
+      if (count === 2) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(count).toBe(2);
+  });
 });

@@ -4,6 +4,7 @@ import type { FeedPageQuery, FeedParams } from "@feeds/sdk";
 import type { TenantAuth } from "../auth.js";
 import { cursorOf } from "../define.js";
 import type { Clients } from "../system.js";
+import { promotedSidecar } from "./promoted-sidecar.js";
 import {
   activityJson,
   actorUserId,
@@ -96,7 +97,12 @@ export async function enrichOne(clients: Clients, call: CallOptions, activity: A
 
 /** A feed read (`/v1/feeds/{group}/{id}` and the operator's inspect view): `{results, next, objects?}`. */
 export async function feedPage(clients: Clients, call: CallOptions, feed: FeedParams, query: FeedPageQuery, viewer: Viewer) {
-  const res = await clients.feed.readFeed({ feed: { group: feed.group, id: feed.id }, page: { limit: query.limit, cursor: cursorOf(query) } }, call);
+  const cursor = cursorOf(query);
+  // The promoted sidecar belongs to first pages only; it is fetched beside the page, not after it.
+  const [res, promoted] = await Promise.all([
+    clients.feed.readFeed({ feed: { group: feed.group, id: feed.id }, page: { limit: query.limit, cursor } }, call),
+    cursor ? Promise.resolve(undefined) : promotedSidecar(clients, call, feed, viewer.userId),
+  ]);
   const { results, objects } = await enrich(clients, call, res.activities, viewer, { objects: true });
-  return { results, next: res.next || null, ...(objects ? { objects } : {}) };
+  return { results, next: res.next || null, ...(promoted ? { promoted } : {}), ...(objects ? { objects } : {}) };
 }

@@ -1,4 +1,4 @@
-import type { AnyBulkWriteOperation, Collection, Db } from "mongodb";
+import { MongoBulkWriteError, type Collection, type Db } from "mongodb";
 
 /** One activity in one feed: the materialised timeline. */
 export interface EntryDoc {
@@ -27,18 +27,30 @@ export function createEntryRepository(db: Db) {
       await entries.createIndex({ tenant_id: 1, activity_id: 1 });
       await entries.createIndex({ tenant_id: 1, feed: 1, origin: 1 });
     },
-    /** Idempotent: an entry that exists is left as it is (redelivered work writes nothing twice). */
+    /**
+     * Idempotent: an entry that exists is left as it is (redelivered work writes nothing twice).
+     * Unordered inserts keyed by `_id`: a duplicate key is an entry already written. (Upserts were
+     * tried first: on FerretDB v1 each is a select-then-write, and concurrent bulk upserts exhausted
+     * its PostgreSQL pool until it stopped answering.)
+     */
     async upsertMany(tenantId: string, items: NewEntry[]): Promise<number> {
       if (!items.length) return 0;
-      const ops: AnyBulkWriteOperation<EntryDoc>[] = items.map((e) => ({
-        updateOne: {
-          filter: { _id: `${tenantId}/${e.feed}/${e.activity_id}` },
-          update: { $setOnInsert: { tenant_id: tenantId, feed: e.feed, activity_id: e.activity_id, time: e.time, origin: e.origin } },
-          upsert: true,
-        },
+      const docs: EntryDoc[] = items.map((e) => ({
+        _id: `${tenantId}/${e.feed}/${e.activity_id}`,
+        tenant_id: tenantId,
+        feed: e.feed,
+        activity_id: e.activity_id,
+        time: e.time,
+        origin: e.origin,
       }));
-      const r = await entries.bulkWrite(ops, { ordered: false });
-      return r.upsertedCount;
+      try {
+        return (await entries.insertMany(docs, { ordered: false })).insertedCount;
+      } catch (e) {
+        if (!(e instanceof MongoBulkWriteError)) throw e;
+        const errors = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+        if (errors.some((w) => w.code !== 11000)) throw e;
+        return e.insertedCount;
+      }
     },
     /** One keyset page: (time desc, activity_id desc), limit + 1 rows to know whether more exist. */
     page(tenantId: string, feed: string, limit: number, after: { time: Date; id: string } | null) {

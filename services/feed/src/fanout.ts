@@ -3,6 +3,7 @@ import { scope, type Clients, type Logger, type Nats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
+import type { Heads } from "./heads.js";
 
 // Fan-out on write, in chunks: an activity task enumerates the origin feed's followers and
 // publishes one chunk task per page of followers; chunk tasks write the feed entries. Several
@@ -31,12 +32,13 @@ export interface FanoutDeps {
   activities: ActivityRepository;
   entries: EntryRepository;
   signals: Signals;
+  heads: Heads;
   peers: () => Clients;
   log: Logger;
 }
 
 export function createFanout(deps: FanoutDeps) {
-  const { nats, activities, entries, signals, log } = deps;
+  const { nats, activities, entries, signals, heads, log } = deps;
   const subject = nats.subject("fanout", "task");
   const encode = (t: Task) => new TextEncoder().encode(JSON.stringify(t));
   let messages: ConsumerMessages | undefined;
@@ -56,7 +58,10 @@ export function createFanout(deps: FanoutDeps) {
     if (!doc || doc.deleted_at) return;
     const origin = doc.origin_feed;
     await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-    if (!doc.batch) await signals.bump(task.t, [origin]);
+    if (!doc.batch) {
+      await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
+      await signals.bump(task.t, [origin]);
+    }
     const [group, id] = splitFeed(origin);
     let cursor = "";
     for (let page = 0; ; page++) {
@@ -83,7 +88,11 @@ export function createFanout(deps: FanoutDeps) {
       await entries.removeActivity(task.t, task.a);
       return;
     }
-    if (!doc.batch) await signals.bump(task.t, task.feeds);
+    // Batch imports fan out without live head keys.
+    if (!doc.batch) {
+      await heads.add(task.t, task.feeds, { id: doc._id, timeMs: doc.time.getTime() });
+      await signals.bump(task.t, task.feeds);
+    }
   }
 
   async function handle(m: JsMsg): Promise<void> {

@@ -7,6 +7,8 @@ import { createEntryRepository } from "./entry-repository.js";
 import { createFanout } from "./fanout.js";
 import { createFeedService } from "./routes.js";
 import { createSignals } from "./signals.js";
+import { createHeads } from "./heads.js";
+import { createActivityCache } from "./activity-cache.js";
 
 /** The feed service: activities, feed entries, change signals, the fan-out worker and relay. */
 export async function createFeedModule(deps: {
@@ -23,9 +25,11 @@ export async function createFeedModule(deps: {
   const entries = createEntryRepository(deps.db);
   await Promise.all([activities.ensureIndexes(), entries.ensureIndexes()]);
   const signals = createSignals(deps.redis);
-  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, peers: deps.peers, log: deps.log });
+  const heads = createHeads(deps.redis);
+  const cache = createActivityCache(deps.redis);
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, peers: deps.peers, log: deps.log });
   const locks = createLocks(deps.db, "activity_locks");
-  const impl = createFeedService({ activities, entries, signals, fanout, locks, peers: deps.peers, log: deps.log });
+  const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, peers: deps.peers, log: deps.log });
   const promoted = await createPromotedModule({ db: deps.db, log: deps.log });
   return {
     name: "feed",

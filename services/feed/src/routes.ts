@@ -23,6 +23,8 @@ import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Fanout } from "./fanout.js";
 import type { Signals } from "./signals.js";
+import { HEAD_CAP, type HeadEntry, type Heads } from "./heads.js";
+import type { ActivityCache } from "./activity-cache.js";
 import { patchCustom } from "./custom-patch.js";
 import { checkActivity, checkRefs, feedKey, parseCustom } from "./validate.js";
 
@@ -30,6 +32,8 @@ export interface FeedServiceDeps {
   activities: ActivityRepository;
   entries: EntryRepository;
   signals: Signals;
+  heads: Heads;
+  cache: ActivityCache;
   fanout: Fanout;
   /** Serialises changes to one activity (FerretDB v1 has no atomic compare-and-set). */
   locks: Locks;
@@ -61,7 +65,32 @@ export const activityToProto = (d: ActivityDoc): Activity =>
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof FeedService> {
-  const { activities, entries, signals, fanout, log } = deps;
+  const { activities, entries, signals, heads, cache, fanout, log } = deps;
+
+  /** Activities by id: the cache first, MongoDB for the rest (which then fills the cache). */
+  async function activitiesById(tenantId: string, ids: string[]): Promise<Map<string, ActivityDoc>> {
+    const found = await cache.getMany(tenantId, ids);
+    const missing = ids.filter((id) => !found.has(id));
+    if (missing.length) {
+      const docs = await activities.getMany(tenantId, missing);
+      for (const d of docs) found.set(d._id, d);
+      await cache.putMany(docs);
+    }
+    return found;
+  }
+
+  /** The first page from the feed's head when it can answer alone, else from MongoDB (which
+   * rebuilds the head). Answers the page's entries and whether more exist. */
+  async function firstPage(tenantId: string, feed: string, limit: number): Promise<{ page: HeadEntry[]; more: boolean }> {
+    const head = await heads.newest(tenantId, feed, limit + 1);
+    if (head && (head.entries.length > limit || head.complete)) {
+      return { page: head.entries.slice(0, limit), more: head.entries.length > limit };
+    }
+    const rows = await entries.page(tenantId, feed, HEAD_CAP, null);
+    const newest = rows.slice(0, HEAD_CAP).map((e) => ({ id: e.activity_id, timeMs: e.time.getTime() }));
+    await heads.rebuild(tenantId, feed, newest, rows.length <= HEAD_CAP);
+    return { page: newest.slice(0, limit), more: rows.length > limit };
+  }
 
   /** A user token may act only on its own activities (actor `user:<id>`). */
   function mayChange(ctx: HandlerContext, doc: ActivityDoc): void {
@@ -145,7 +174,11 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       }
       // Read your own writes: the origin feed and its signal show it before we answer.
       await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
-      if (!batch) await signals.bump(tenantId, [origin]);
+      if (!batch) {
+        await heads.add(tenantId, [origin], { id: activityId, timeMs: time.getTime() });
+        await signals.bump(tenantId, [origin]);
+      }
+      await cache.putMany([doc]);
       try {
         await fanout.publish(doc);
       } catch (err) {
@@ -204,6 +237,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
           edited_at: doc.edited_at ?? new Date(),
         });
         if (!updated) throw conflict("the activity changed concurrently; retry");
+        await cache.putMany([updated]);
         await signals.bump(tenantId, await entries.feedsOf(tenantId, doc._id));
         return { activity: activityToProto(updated) };
       });
@@ -218,9 +252,11 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         if (!deleted) throw conflict("the activity changed concurrently; retry");
         // A crash before the burn still answers 409 to a re-post: the claim leads to this tombstone.
         if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
-        const feeds = await entries.feedsOf(tenantId, doc._id);
+        await cache.putMany([deleted]);
+        const feeds = [...new Set([doc.origin_feed, ...(await entries.feedsOf(tenantId, doc._id))])];
         await entries.removeActivity(tenantId, doc._id);
-        await signals.bump(tenantId, [...new Set([doc.origin_feed, ...feeds])]);
+        await heads.remove(tenantId, feeds, doc._id);
+        await signals.bump(tenantId, feeds);
         return {};
       });
     },
@@ -230,16 +266,23 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const feed = feedKey(req.feed);
       const limit = pageLimit(req.page?.limit);
       const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
-      const rows = await entries.page(tenantId, feed, limit, after ? { time: new Date(after[0]), id: after[1] } : null);
-      const page = rows.slice(0, limit);
-      const byId = new Map((await activities.getMany(tenantId, page.map((e) => e.activity_id))).map((d) => [d._id, d]));
+      let page: HeadEntry[];
+      let more: boolean;
+      if (after) {
+        const rows = await entries.page(tenantId, feed, limit, { time: new Date(after[0]), id: after[1] });
+        page = rows.slice(0, limit).map((e) => ({ id: e.activity_id, timeMs: e.time.getTime() }));
+        more = rows.length > limit;
+      } else {
+        ({ page, more } = await firstPage(tenantId, feed, limit));
+      }
+      const byId = await activitiesById(tenantId, page.map((e) => e.id));
       const last = page[page.length - 1];
       return {
         activities: page.flatMap((e) => {
-          const d = byId.get(e.activity_id);
+          const d = byId.get(e.id);
           return d && !d.deleted_at ? [activityToProto(d)] : [];
         }),
-        next: rows.length > limit && last ? encodeCursor([last.time.getTime(), last.activity_id]) : "",
+        next: more && last ? encodeCursor([last.timeMs, last.id]) : "",
       };
     },
 
@@ -261,7 +304,10 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         tenantId,
         docs.map((d) => ({ feed: source, activity_id: d._id, time: d.time, origin: target })),
       );
-      if (copied) await signals.bump(tenantId, [source]);
+      if (copied) {
+        await heads.invalidate(tenantId, source);
+        await signals.bump(tenantId, [source]);
+      }
       return { copied };
     },
 
@@ -269,7 +315,10 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const tenantId = requireTenant(ctx);
       const source = feedKey(req.source);
       const r = await entries.removeOrigin(tenantId, source, feedKey(req.target));
-      if (r.deletedCount) await signals.bump(tenantId, [source]);
+      if (r.deletedCount) {
+        await heads.invalidate(tenantId, source);
+        await signals.bump(tenantId, [source]);
+      }
       return { removed: r.deletedCount };
     },
 

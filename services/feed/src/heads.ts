@@ -1,0 +1,109 @@
+import type { RedisConn } from "@feeds/kit";
+
+// Each live feed's head in Redis: a sorted set of its newest entries (member = activity id,
+// score = time in ms; equal scores order by id, as the feed does), bounded to CAP. It is a cache
+// of MongoDB: a missing head is rebuilt from the feed entries, a head created by a write that
+// found none is marked partial until a rebuild merges the rest, and "complete" says the head
+// holds the whole feed (so a short first page needs no database read).
+
+export const HEAD_CAP = 101;
+const TTL_SECONDS = 3600;
+
+const ADD = `
+local cap = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local score = ARGV[3]
+local member = ARGV[4]
+for i = 1, #KEYS, 3 do
+  local head, partial, complete = KEYS[i], KEYS[i + 1], KEYS[i + 2]
+  if redis.call('EXISTS', head) == 0 then
+    redis.call('SET', partial, '1', 'EX', ttl)
+  end
+  redis.call('ZADD', head, score, member)
+  if redis.call('ZCARD', head) > cap then
+    redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
+    redis.call('DEL', complete)
+  end
+  redis.call('EXPIRE', head, ttl)
+end
+return 1
+`;
+
+// Merges entries read from MongoDB: never drops what a concurrent write added meanwhile.
+const REBUILD = `
+local head, partial, complete = KEYS[1], KEYS[2], KEYS[3]
+local cap = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local whole = ARGV[3]
+for i = 4, #ARGV, 2 do
+  redis.call('ZADD', head, ARGV[i], ARGV[i + 1])
+end
+if redis.call('ZCARD', head) > cap then
+  redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
+  whole = '0'
+end
+redis.call('DEL', partial)
+if whole == '1' then redis.call('SET', complete, '1', 'EX', ttl) else redis.call('DEL', complete) end
+if redis.call('EXISTS', head) == 1 then redis.call('EXPIRE', head, ttl) end
+return 1
+`;
+
+type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
+
+export interface HeadEntry {
+  id: string;
+  timeMs: number;
+}
+
+export function createHeads(conn: RedisConn) {
+  const { redis } = conn;
+  redis.defineCommand("feedsHeadAdd", { lua: ADD });
+  redis.defineCommand("feedsHeadRebuild", { lua: REBUILD });
+  const add = (redis as unknown as { feedsHeadAdd: Script }).feedsHeadAdd.bind(redis);
+  const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
+  const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
+
+  return {
+    /** Adds one activity to the heads of `feeds` (live writes only; batch imports write none). */
+    async add(tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
+      for (let i = 0; i < feeds.length; i += 200) {
+        const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
+        await add(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
+      }
+    },
+    async remove(tenantId: string, feeds: string[], id: string): Promise<void> {
+      const p = redis.pipeline();
+      for (const f of feeds) p.zrem(keys(tenantId, f)[0], id);
+      await p.exec();
+    },
+    /** Forgets a head (history copied or removed): the next read rebuilds it. */
+    async invalidate(tenantId: string, feed: string): Promise<void> {
+      await redis.del(...keys(tenantId, feed));
+    },
+    /**
+     * The newest `n` entries, or null when the head cannot answer alone (missing or partial).
+     * `complete`: the head holds the whole feed.
+     */
+    async newest(tenantId: string, feed: string, n: number): Promise<{ entries: HeadEntry[]; complete: boolean } | null> {
+      const [head, partial, complete] = keys(tenantId, feed);
+      const res = await redis.pipeline().zrevrange(head, 0, n - 1, "WITHSCORES").exists(partial).exists(complete).exists(head).exec();
+      if (!res) return null;
+      const [range, isPartial, isComplete, exists] = res.map(([err, v]) => {
+        if (err) throw err;
+        return v;
+      });
+      if (exists !== 1 || isPartial === 1) return null;
+      const flat = range as string[];
+      const entries: HeadEntry[] = [];
+      for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i] as string, timeMs: Number(flat[i + 1]) });
+      return { entries, complete: isComplete === 1 };
+    },
+    /** Merges the newest entries read from MongoDB; `whole` when they are the entire feed. */
+    async rebuild(tenantId: string, feed: string, entries: HeadEntry[], whole: boolean): Promise<void> {
+      const ks = keys(tenantId, feed);
+      await rebuild(3, ...ks, String(HEAD_CAP), String(TTL_SECONDS), whole ? "1" : "0", ...entries.flatMap((e) => [String(e.timeMs), e.id]));
+    },
+  };
+}
+
+export type Heads = ReturnType<typeof createHeads>;

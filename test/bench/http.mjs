@@ -2,9 +2,14 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
+import { api, benchDir, cpuMeter, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
 
 const USER_ID = "bench-user";
+
+export const cpuNote = (c) =>
+  c
+    ? `server ${(c.serverCores * 100).toFixed(0)}% of a core (${c.serverCpuMsPerRequest.toFixed(2)} ms CPU/req), load generator ${(c.loadGeneratorCores * 100).toFixed(0)}%, machine ${c.machineCores.toFixed(2)} cores busy`
+    : "no CPU figures";
 
 /** Systems running now, so that an interrupted bench still stops them. */
 const active = new Set();
@@ -43,26 +48,59 @@ function systemRss(system) {
   return { bytes: pids.reduce((s, pid) => s + rssOf(pid), 0), processes: pids.length };
 }
 
-async function load(url, headers, o) {
+/**
+ * Loads the targets from a separate process, taking turns (see load-worker.mjs); adds to each
+ * target the CPU its server process used over the measured rounds.
+ * @param {{name: string, url: string, headers?: Record<string,string>, pid: number}[]} targets
+ */
+async function load(targets, o, onMeasure) {
+  let meter = null;
+  let cpu = null;
   const w = startNode(join(benchDir, "load-worker.mjs"), {
-    args: [JSON.stringify({ url, headers, connections: o.connections, durationS: o.durationS, warmupS: o.warmupS })],
+    args: [JSON.stringify({ targets: targets.map(({ name, url, headers }) => ({ name, url, headers })), ...o })],
     name: "load-worker",
-    timeoutMs: (o.durationS + o.warmupS + 60) * 1000,
+    timeoutMs: (o.warmupS * targets.length + o.roundS * o.rounds * targets.length + 60) * 1000,
+    onJson: (m) => {
+      if (m.phase === "measure") {
+        meter = cpuMeter(targets.map((t) => t.pid));
+        onMeasure?.();
+      } else if (m.targets) cpu = meter?.end() ?? null;
+    },
   });
-  return w.result;
+  const r = await w.result;
+  if (cpu) r.machine = { machineCores: cpu.machineCores, infraCores: cpu.infraCores, otherCores: cpu.otherCores, otherTop: cpu.otherTop };
+  targets.forEach((t, i) => {
+    const x = r.targets[t.name];
+    if (!cpu) return;
+    // Each server works only during its own rounds.
+    const serverCpuS = cpu.processCores[i] * cpu.seconds;
+    x.cpu = {
+      serverCores: serverCpuS / x.seconds,
+      serverCpuMsPerRequest: (serverCpuS * 1000) / x.ok,
+      loadGeneratorCores: x.loadGeneratorCores,
+      machineCores: cpu.machineCores,
+    };
+  });
+  return r;
 }
 
 /**
- * @param {{ infra: any, log: (...a: any[]) => void, connections?: number, durationS?: number,
- *   warmupS?: number, idleS?: number, cpuProfDir?: string }} o
+ * @param {{ infra: any, log: (...a: any[]) => void, connections?: number, roundS?: number,
+ *   rounds?: number, warmupS?: number, idleS?: number, cpuProfDir?: string }} o
  */
 export async function runHttp(o) {
   const { infra, log } = o;
-  const opts = { connections: o.connections ?? 20, durationS: o.durationS ?? 10, warmupS: o.warmupS ?? 2 };
+  const opts = { connections: o.connections ?? 20, warmupS: o.warmupS ?? 2, roundS: o.roundS ?? 2.5, rounds: o.rounds ?? 4 };
   const idleS = o.idleS ?? 5;
   const { newNamespace, dropNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
-  const env = systemEnv(infra, namespace, o.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${o.cpuProfDir}` } : {});
+  const env = systemEnv(
+    infra,
+    namespace,
+    o.cpuProfDir
+      ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: o.cpuProfDir }
+      : {},
+  );
   const out = { namespace, load: opts };
   let system;
   let bare;
@@ -91,22 +129,46 @@ export async function runHttp(o) {
     const check = await api(system.url, "GET", `/v1/users/${USER_ID}`, { token });
     if (check?.id !== USER_ID) throw new Error(`GET /v1/users/${USER_ID} answered ${JSON.stringify(check)}`);
 
-    log(`  load: full path GET /v1/users/${USER_ID}, ${opts.connections} connections, ${opts.warmupS}+${opts.durationS} s`);
-    out.full = await load(`${system.url}/v1/users/${USER_ID}`, { authorization: `Bearer ${token}` }, opts);
-    log(`  full: ${out.full.rps.toFixed(0)} req/s, p50 ${out.full.p50.toFixed(2)} ms, p99 ${out.full.p99.toFixed(2)} ms`);
-    await system.stop();
-    system = undefined;
-
     bare = startNode(join(benchDir, "bare-fastify.mjs"), {
       env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: namespace, BENCH_TENANT: tenantId },
       name: "bare-fastify",
     });
-    const { url } = await bare.ready;
-    const res = await fetch(`${url}/v1/users/${USER_ID}`);
+    const { url: bareUrl } = await bare.ready;
+    const res = await fetch(`${bareUrl}/v1/users/${USER_ID}`);
     if (res.status !== 200) throw new Error(`bare route answered ${res.status}`);
-    log(`  load: bare Fastify + findOne, same load`);
-    out.bare = await load(`${url}/v1/users/${USER_ID}`, {}, opts);
-    log(`  bare: ${out.bare.rps.toFixed(0)} req/s, p50 ${out.bare.p50.toFixed(2)} ms, p99 ${out.bare.p99.toFixed(2)} ms`);
+
+    const gatewayPid = system.processes.at(-1)?.child.pid;
+    log(
+      `  load: full path and bare route GET /v1/users/${USER_ID}, ${opts.connections} connections, ` +
+        `${opts.warmupS} s warm-up each, then ${opts.rounds} × ${opts.roundS} s rounds each, taking turns`,
+    );
+    // --cpu-prof: profile the gateway over the measured rounds (SIGUSR2 starts, SIGUSR2 writes).
+    const profiling = Boolean(o.cpuProfDir && gatewayPid);
+    const r = await load(
+      [
+        { name: "full", url: `${system.url}/v1/users/${USER_ID}`, headers: { authorization: `Bearer ${token}` }, pid: gatewayPid },
+        { name: "bare", url: `${bareUrl}/v1/users/${USER_ID}`, pid: bare.child.pid },
+      ],
+      opts,
+      () => profiling && process.kill(gatewayPid, "SIGUSR2"),
+    );
+    if (profiling) {
+      process.kill(gatewayPid, "SIGUSR2");
+      await sleep(1500);
+      out.cpuProfile = join(o.cpuProfDir, `gateway-${gatewayPid}.cpuprofile`);
+      log(`  CPU profile of the gateway over the measured rounds: ${out.cpuProfile}`);
+    }
+    out.machine = r.machine;
+    if (r.machine) {
+      const top = r.machine.otherTop.map((x) => `${x.comm}[${x.pid}] ${(x.cores * 100).toFixed(0)}%`).join(", ");
+      log(`  machine over the rounds: ${r.machine.machineCores.toFixed(2)} cores busy; shared infra ${r.machine.infraCores.toFixed(2)}; other people's work ${r.machine.otherCores.toFixed(2)} cores${top ? ` (${top})` : ""}`);
+    }
+    out.full = r.targets.full;
+    out.bare = r.targets.bare;
+    for (const k of ["full", "bare"]) {
+      const x = out[k];
+      log(`  ${k}: ${x.rps.toFixed(0)} req/s (rounds ${x.roundRps.map((v) => v.toFixed(0)).join(", ")}), p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms; ${cpuNote(x.cpu)}`);
+    }
     out.ratio = out.full.rps / out.bare.rps;
     return out;
   } finally {

@@ -2,8 +2,9 @@
 // RSS of process trees, percentiles, tokens, and the test namespace helpers.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { cpus } from "node:os";
 import { SignJWT } from "jose";
 
 export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
@@ -17,7 +18,7 @@ export const started = new Set();
  * Starts `node <file> ...args`; resolves with the first stdout line that parses as JSON and has
  * `ready: true` (the child's announcement). Later JSON lines go to `onJson`.
  */
-export function startNode(file, { args = [], env = {}, nodeArgs = [], name = file, timeoutMs = 60_000 } = {}) {
+export function startNode(file, { args = [], env = {}, nodeArgs = [], name = file, timeoutMs = 60_000, onJson } = {}) {
   const child = spawn(process.execPath, [...nodeArgs, file, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
@@ -41,6 +42,7 @@ export function startNode(file, { args = [], env = {}, nodeArgs = [], name = fil
       return;
     }
     jsonLines.push(msg);
+    onJson?.(msg);
     waiter?.();
   });
   const ready = new Promise((resolve, reject) => {
@@ -178,10 +180,92 @@ function cpuTimes() {
   return { idle, total: f.reduce((a, b) => a + b, 0) };
 }
 
+function allProcessCpu() {
+  const out = new Map();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(Number(d), { comm, s: (Number(f[11]) + Number(f[12])) / CLK_TCK });
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
 /** Share of the machine's CPU (0–1, all cores) busy over `ms`: what else is running before a bench. */
 export async function machineBusy(ms = 1000) {
+  return (await machineActivity(ms)).busy;
+}
+
+/** As machineBusy, with the processes that used the most CPU meanwhile (cores each). */
+export async function machineActivity(ms = 1000) {
   const a = cpuTimes();
+  const pa = allProcessCpu();
   await sleep(ms);
   const b = cpuTimes();
-  return b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0;
+  const pb = allProcessCpu();
+  const top = [...pb]
+    .map(([pid, x]) => ({ pid, comm: x.comm, cores: (x.s - (pa.get(pid)?.s ?? x.s)) / (ms / 1000) }))
+    .filter((x) => x.cores > 0.02)
+    .sort((x, y) => y.cores - x.cores)
+    .slice(0, 4);
+  return { busy: b.total > a.total ? 1 - (b.idle - a.idle) / (b.total - a.total) : 0, top };
+}
+
+const CLK_TCK = 100;
+/** CPU seconds (user + system) a process has used so far; 0 when it is gone. */
+export function cpuSecondsOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK;
+  } catch {
+    return 0;
+  }
+}
+
+// Shared servers: their CPU may be ours or another user's; counted apart from "other work".
+const INFRA = new Set(["ferretdb-launch", "ferretdb", "postgres", "mongod", "redis-server", "nats-server"]);
+
+/**
+ * Starts measuring CPU use of `pids` and of the whole machine; `end()` answers cores used, plus
+ * `otherCores`: CPU of processes that are neither this bench's process tree nor shared infra
+ * (other people's builds and tests on the same machine), with the top ones.
+ */
+export function cpuMeter(pids) {
+  const t0 = Date.now();
+  const m0 = cpuTimes();
+  const p0 = pids.map(cpuSecondsOf);
+  const all0 = allProcessCpu();
+  return {
+    end() {
+      const s = (Date.now() - t0) / 1000;
+      const m1 = cpuTimes();
+      const all1 = allProcessCpu();
+      const ours = new Set(treeOf(process.pid));
+      const busy = m1.total > m0.total ? 1 - (m1.idle - m0.idle) / (m1.total - m0.total) : 0;
+      const others = [];
+      let infraCores = 0;
+      for (const [pid, x] of all1) {
+        if (ours.has(pid)) continue;
+        const cores = (x.s - (all0.get(pid)?.s ?? x.s)) / s;
+        if (cores <= 0) continue;
+        if (INFRA.has(x.comm)) infraCores += cores;
+        else others.push({ pid, comm: x.comm, cores });
+      }
+      others.sort((a, b) => b.cores - a.cores);
+      return {
+        seconds: s,
+        processCores: pids.map((p, i) => (cpuSecondsOf(p) - p0[i]) / s),
+        machineCores: busy * cpus().length,
+        infraCores,
+        otherCores: others.reduce((a, b) => a + b.cores, 0),
+        otherTop: others.slice(0, 3),
+      };
+    },
+  };
 }

@@ -1,7 +1,9 @@
-// Bench 2 client, one process per case. argv[2]: mode, argv[3]: JSON {port?, inFlight, durationS, warmupS}.
-// Network modes (connect-bare, connect-plumbed, grpcjs) call the server process on 127.0.0.1;
+// Bench 2 client. argv[2]: JSON {cases: [{mode, port?}], inFlight, warmupS, roundS, rounds}.
+// Network modes (connect-bare, connect-plumbed, grpcjs) call a server process on 127.0.0.1;
 // in-process modes (inproc-bare, inproc-plumbed) serve and call in this process, as the
-// one-process system does. Keeps `inFlight` calls outstanding; prints one JSON line of figures.
+// one-process system does. Keeps `inFlight` calls outstanding. Each case is warmed up, then the
+// cases take turns for `rounds` rounds (A B C A B C ...), so that other work on the machine skews
+// them alike. Prints {"phase":"measure"} when the rounds begin, then one JSON line of figures.
 import { randomBytes, randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
@@ -16,14 +18,9 @@ import {
 import { echoDefinition } from "./rpc-echo.mjs";
 import { percentile } from "./lib.mjs";
 
-const mode = process.argv[2];
-const o = JSON.parse(process.argv[3] ?? "{}");
+const o = JSON.parse(process.argv[2] ?? "{}");
 const SERVING = HealthCheckResponse_ServingStatus.SERVING;
 const tenantId = randomBytes(8).toString("hex");
-
-/** @type {() => Promise<unknown>} */
-let call;
-let close = async () => undefined;
 
 const plain = (transport) => {
   const client = createClient(Health, transport);
@@ -35,37 +32,33 @@ const plumbed = (transport) => {
   return () => client.check({ service: "" }, scope({ tenantId, caller: { kind: "server" }, requestId: randomUUID() }));
 };
 
-switch (mode) {
-  case "connect-bare":
-  case "connect-plumbed": {
-    const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${o.port}`, httpVersion: "2" });
-    call = mode === "connect-bare" ? plain(transport) : plumbed(transport);
-    break;
+const closers = [];
+async function callerFor({ mode, port }) {
+  switch (mode) {
+    case "connect-bare":
+    case "connect-plumbed": {
+      const transport = createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}`, httpVersion: "2" });
+      return mode === "connect-bare" ? plain(transport) : plumbed(transport);
+    }
+    case "inproc-bare":
+      return plain(createRouterTransport((router) => router.service(Health, { check: () => ({ status: SERVING }) })));
+    case "inproc-plumbed":
+      return plumbed(createInProcessTransport([], createLogger({ LOG_LEVEL: "warn" }, "bench")));
+    case "grpcjs": {
+      const grpc = await import("@grpc/grpc-js");
+      const Client = grpc.makeGenericClientConstructor(echoDefinition, "Echo");
+      const client = new Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+      closers.push(() => client.close());
+      // The same bytes Health/Check answers (status SERVING), echoed.
+      const payload = Buffer.from(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: SERVING })));
+      return () => new Promise((resolve, reject) => client.echo(payload, (err, res) => (err ? reject(err) : resolve(res))));
+    }
+    default:
+      throw new Error(`unknown mode ${mode}`);
   }
-  case "inproc-bare":
-    call = plain(createRouterTransport((router) => router.service(Health, { check: () => ({ status: SERVING }) })));
-    break;
-  case "inproc-plumbed":
-    call = plumbed(createInProcessTransport([], createLogger({ LOG_LEVEL: "warn" }, "bench")));
-    break;
-  case "grpcjs": {
-    const grpc = await import("@grpc/grpc-js");
-    const Client = grpc.makeGenericClientConstructor(echoDefinition, "Echo");
-    const client = new Client(`127.0.0.1:${o.port}`, grpc.credentials.createInsecure());
-    // The same bytes Health/Check answers (status SERVING), echoed.
-    const payload = Buffer.from(toBinary(HealthCheckResponseSchema, create(HealthCheckResponseSchema, { status: SERVING })));
-    call = () => new Promise((resolve, reject) => client.echo(payload, (err, res) => (err ? reject(err) : resolve(res))));
-    close = async () => client.close();
-    break;
-  }
-  default:
-    throw new Error(`unknown mode ${mode}`);
 }
 
-// Sanity: one call must succeed before measuring.
-await call();
-
-async function drive(seconds, latencies) {
+async function drive(call, seconds, latencies) {
   const end = performance.now() + seconds * 1000;
   let calls = 0;
   let errors = 0;
@@ -86,21 +79,43 @@ async function drive(seconds, latencies) {
   return { calls, errors, seconds: (performance.now() - t0) / 1000 };
 }
 
-await drive(o.warmupS, null);
-const latencies = [];
-const r = await drive(o.durationS, latencies);
-latencies.sort((a, b) => a - b);
-await close();
-process.stdout.write(
-  `${JSON.stringify({
-    mode,
-    rps: r.calls / r.seconds,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    calls: r.calls,
-    errors: r.errors,
-    seconds: r.seconds,
+const cases = [];
+for (const c of o.cases) {
+  const call = await callerFor(c);
+  await call(); // must succeed before measuring
+  cases.push({ mode: c.mode, call, latencies: [], calls: 0, errors: 0, seconds: 0, cpuS: 0, roundRps: [] });
+}
+for (const c of cases) await drive(c.call, o.warmupS, null);
+process.stdout.write(`${JSON.stringify({ phase: "measure" })}\n`);
+for (let r = 0; r < o.rounds; r++) {
+  for (const c of cases) {
+    const cpu0 = process.cpuUsage();
+    const x = await drive(c.call, o.roundS, c.latencies);
+    const cpu = process.cpuUsage(cpu0);
+    c.cpuS += (cpu.user + cpu.system) / 1e6;
+    c.calls += x.calls;
+    c.errors += x.errors;
+    c.seconds += x.seconds;
+    c.roundRps.push(x.calls / x.seconds);
+  }
+}
+for (const close of closers) close();
+const out = {};
+for (const c of cases) {
+  c.latencies.sort((a, b) => a - b);
+  out[c.mode] = {
+    rps: c.calls / c.seconds,
+    medianRoundRps: percentile([...c.roundRps].sort((a, b) => a - b), 50),
+    roundRps: c.roundRps,
+    p50: percentile(c.latencies, 50),
+    p99: percentile(c.latencies, 99),
+    calls: c.calls,
+    errors: c.errors,
+    seconds: c.seconds,
     inFlight: o.inFlight,
-  })}\n`,
-);
+    // CPU of this process while driving this case, in cores (in-process modes: client and server).
+    clientCores: c.cpuS / c.seconds,
+  };
+}
+process.stdout.write(`${JSON.stringify({ cases: out })}\n`);
 process.exit(0);

@@ -1,4 +1,4 @@
-import { MongoBulkWriteError, type Collection, type Db } from "mongodb";
+import { MongoBulkWriteError, type Collection, type Db, type WriteError } from "mongodb";
 
 /** One activity in one feed: the materialised timeline. */
 export interface EntryDoc {
@@ -47,7 +47,7 @@ export function createEntryRepository(db: Db) {
         return (await entries.insertMany(docs, { ordered: false })).insertedCount;
       } catch (e) {
         if (!(e instanceof MongoBulkWriteError)) throw e;
-        const errors = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+        const errors: WriteError[] = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
         if (errors.some((w) => w.code !== 11000)) throw e;
         return e.insertedCount;
       }

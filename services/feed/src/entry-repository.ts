@@ -47,7 +47,7 @@ export function createEntryRepository(db: Db) {
         return (await entries.insertMany(docs, { ordered: false })).insertedCount;
       } catch (e) {
         if (!(e instanceof MongoBulkWriteError)) throw e;
-        const errors: WriteError[] = Array.isArray(e.writeErrors) ? e.writeErrors : [e.writeErrors];
+        const errors = ([] as WriteError[]).concat(e.writeErrors as WriteError | WriteError[]);
         if (errors.some((w) => w.code !== 11000)) throw e;
         return e.insertedCount;
       }

@@ -8,11 +8,11 @@ export interface Mongo {
 }
 
 /** One client per process; the namespace names the database. Fails fast while the server is down. */
-export async function connectMongo(config: Pick<Config, "MONGO_URL" | "FEEDS_NAMESPACE">): Promise<Mongo> {
+export async function connectMongo(config: Pick<Config, "MONGO_URL" | "FEEDS_NAMESPACE" | "MONGO_POOL_SIZE">): Promise<Mongo> {
   const client = new MongoClient(config.MONGO_URL, {
     serverSelectionTimeoutMS: 2000,
     connectTimeoutMS: 2000,
-    maxPoolSize: 50,
+    maxPoolSize: config.MONGO_POOL_SIZE,
     // FerretDB v1 has no retryable-write support; MongoDB works either way.
     retryWrites: false,
   });

@@ -41,7 +41,7 @@ describe("fan-out under faults (split mode: the feed service is its own process)
     if (infra) await dropNamespace(namespace, infra);
   });
 
-  it("a killed worker resumes and every follower feed holds the activity exactly once", async () => {
+  it("a killed worker resumes and every follower feed holds the activity exactly once", { timeout: 240_000 }, async () => {
     for (let i = 0; i < FOLLOWERS; i += 100) {
       const follows = Array.from({ length: 100 }, (_, j) => ({ source: `timeline:f${i + j}`, target: "user:celebrity" }));
       const res = await http("POST", "/v1/batch/follows", { url: system.url, token: server, body: { follows } });

@@ -1,0 +1,123 @@
+import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { describe, expect, it } from "vitest";
+import { createLogger, createServerInterceptor, fromRpcError, scope, type Caller } from "@feeds/kit";
+import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
+import { createGraphService } from "../src/routes.js";
+import type { FollowDoc, FollowRepository } from "../src/follow-repository.js";
+
+// Unit rung: the graph service with its repository replaced by an in-memory stand-in, served
+// over Connect's in-memory router transport with the real plumbing.
+
+function fakeRepository() {
+  const edges = new Map<string, FollowDoc>();
+  const limits: number[] = [];
+  const repo: Partial<FollowRepository> = {
+    create: async (t, source, target) => {
+      const _id = `${t}/${source}/${target}`;
+      const existing = edges.get(_id);
+      if (existing) return { doc: existing, created: false };
+      const doc = { _id, tenant_id: t, source_feed: source, target_feed: target, created_at: new Date() };
+      edges.set(_id, doc);
+      return { doc, created: true };
+    },
+    createMany: async (t, list) =>
+      Promise.all(list.map(async (e) => ((await repo.create!(t, e.source, e.target)).created ? "created" : "existed"))),
+    remove: async (t, source, target) => edges.delete(`${t}/${source}/${target}`),
+    followersOf: async (t, feed, limit) => {
+      limits.push(limit);
+      return [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).slice(0, limit + 1);
+    },
+  };
+  return { repo: repo as FollowRepository, edges, limits };
+}
+
+function client(repo: FollowRepository) {
+  const log = createLogger({ LOG_LEVEL: "silent" }, "test");
+  const transport = createRouterTransport((router) => router.service(GraphService, createGraphService({ follows: repo })), {
+    router: { interceptors: [createServerInterceptor(log)] },
+  });
+  return createClient(GraphService, transport);
+}
+
+const as = (caller?: Caller) => scope({ tenantId: "t1", ...(caller ? { caller } : {}) });
+const user = (userId: string) => as({ kind: "user", userId });
+const ref = (group: string, id: string) => ({ group, id });
+
+async function errorOf(p: Promise<unknown>) {
+  try {
+    await p;
+    return { code: "OK", fields: [] as { path: string }[] };
+  } catch (e) {
+    return fromRpcError(e);
+  }
+}
+
+describe("follow rules", () => {
+  it("lets a user token act only from feeds whose id is its user id, in any group", async () => {
+    const { repo, edges } = fakeRepository();
+    const c = client(repo);
+    expect((await c.follow({ source: ref("user", "alice"), target: ref("user", "bob") }, user("alice"))).created).toBe(true);
+    expect((await c.follow({ source: ref("timeline", "alice"), target: ref("user", "bob") }, user("alice"))).created).toBe(true);
+    expect((await errorOf(c.follow({ source: ref("user", "bob"), target: ref("user", "carol") }, user("alice")))).code).toBe("FORBIDDEN");
+    expect((await errorOf(c.unfollow({ source: ref("user", "bob"), target: ref("user", "alice") }, user("alice")))).code).toBe("FORBIDDEN");
+    expect((await c.follow({ source: ref("user", "bob"), target: ref("user", "carol") }, as({ kind: "server" }))).created).toBe(true);
+    expect(edges.size).toBe(3);
+  });
+
+  it("answers the existing edge on a repeat, refuses self-follows and bad refs", async () => {
+    const { repo } = fakeRepository();
+    const c = client(repo);
+    const first = await c.follow({ source: ref("user", "a"), target: ref("user", "b") }, as());
+    const again = await c.follow({ source: ref("user", "a"), target: ref("user", "b") }, as());
+    expect(again.created).toBe(false);
+    expect(again.follow).toEqual(first.follow);
+    const self = await errorOf(c.follow({ source: ref("user", "a"), target: ref("user", "a") }, as()));
+    expect(self.code).toBe("VALIDATION_FAILED");
+    expect(self.fields.map((f) => f.path)).toEqual(["target"]);
+    const bad = await errorOf(c.follow({ source: ref("us er", "a"), target: ref("user", "") }, as()));
+    expect(bad.fields.map((f) => f.path)).toEqual(["source.group", "target.id"]);
+    expect((await errorOf(c.follow({ target: ref("user", "b") }, as()))).fields.map((f) => f.path)).toEqual(["source"]);
+    expect((await c.unfollow({ source: ref("user", "a"), target: ref("user", "b") }, as())).removed).toBe(true);
+    expect((await c.unfollow({ source: ref("user", "a"), target: ref("user", "b") }, as())).removed).toBe(false);
+  });
+
+  it("pages followers by up to 1000 for internal callers only", async () => {
+    const { repo, limits } = fakeRepository();
+    const c = client(repo);
+    const feed = ref("user", "x");
+    await c.listFollowers({ feed, page: { limit: 1000 } }, as());
+    await c.listFollowers({ feed, page: {} }, as());
+    await c.listFollowers({ feed, page: { limit: 100 } }, as({ kind: "server" }));
+    expect(limits).toEqual([1000, 20, 100]);
+    expect((await errorOf(c.listFollowers({ feed, page: { limit: 1001 } }, as()))).code).toBe("VALIDATION_FAILED");
+    expect((await errorOf(c.listFollowers({ feed, page: { limit: 101 } }, as({ kind: "server" })))).code).toBe("VALIDATION_FAILED");
+    expect((await errorOf(c.listFollowers({ feed, page: { limit: 101 } }, user("x")))).code).toBe("VALIDATION_FAILED");
+    expect((await errorOf(c.listFollowers({ feed, page: { cursor: "not a cursor" } }, as()))).fields.map((f) => f.path)).toEqual(["next"]);
+  });
+
+  it("imports per item: duplicates ok, bad refs and self-follows fail alone", async () => {
+    const { repo, edges } = fakeRepository();
+    const c = client(repo);
+    const res = await c.importFollows(
+      {
+        follows: [
+          { source: ref("user", "a"), target: ref("user", "b") },
+          { source: ref("user", "a"), target: ref("user", "b") },
+          { source: ref("user", "a"), target: ref("user", "a") },
+          { source: ref("user", "a") },
+          { source: ref("user", "a"), target: ref("bad group", "b") },
+        ],
+      },
+      as({ kind: "server" }),
+    );
+    expect(res.results.map((r) => [r.index, r.ok, r.code])).toEqual([
+      [0, true, ""],
+      [1, true, ""],
+      [2, false, "VALIDATION_FAILED"],
+      [3, false, "VALIDATION_FAILED"],
+      [4, false, "VALIDATION_FAILED"],
+    ]);
+    expect(edges.size).toBe(1);
+    expect((await errorOf(c.importFollows({ follows: [] }, user("a")))).code).toBe("FORBIDDEN");
+  });
+});

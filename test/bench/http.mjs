@@ -2,7 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, cpuMeter, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
+import { api, benchDir, cpuMeter, dropNamespaceSafely, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
 
 const USER_ID = "bench-user";
 
@@ -92,7 +92,7 @@ export async function runHttp(o) {
   const { infra, log } = o;
   const opts = { connections: o.connections ?? 20, warmupS: o.warmupS ?? 2, roundS: o.roundS ?? 2.5, rounds: o.rounds ?? 4 };
   const idleS = o.idleS ?? 5;
-  const { newNamespace, dropNamespace } = await namespaceHelpers();
+  const { newNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
   const env = systemEnv(
     infra,
@@ -174,13 +174,13 @@ export async function runHttp(o) {
   } finally {
     await system?.stop();
     await bare?.stop();
-    await dropNamespace(namespace, infra).catch((e) => log(`  dropNamespace ${namespace}: ${e.message}`));
+    await dropNamespaceSafely(namespace, infra, log).catch((e) => log(`  ${e.message}`));
   }
 }
 
 /** Bench 3, split mode: eight processes (seven services and the gateway), RSS after idling. */
 export async function runSplitMemory({ infra, log, idleS = 5 }) {
-  const { newNamespace, dropNamespace } = await namespaceHelpers();
+  const { newNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
   let system;
   try {
@@ -193,6 +193,6 @@ export async function runSplitMemory({ infra, log, idleS = 5 }) {
     return { mb, processes: per.length, per };
   } finally {
     await system?.stop();
-    await dropNamespace(namespace, infra).catch((e) => log(`  dropNamespace ${namespace}: ${e.message}`));
+    await dropNamespaceSafely(namespace, infra, log).catch((e) => log(`  ${e.message}`));
   }
 }

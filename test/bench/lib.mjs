@@ -269,3 +269,55 @@ export function cpuMeter(pids) {
     },
   };
 }
+
+/**
+ * dropNamespace, made robust: it stops at its first failure (MongoDB down, say) and would leave
+ * the namespace's NATS streams and Redis keys behind. Retries a few times, then removes what it
+ * can part by part and throws with what is left.
+ */
+export async function dropNamespaceSafely(ns, urls, log) {
+  const { dropNamespace } = await namespaceHelpers();
+  let last;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    try {
+      await dropNamespace(ns, urls);
+      return;
+    } catch (e) {
+      last = e;
+      log?.(`  dropNamespace ${ns} (attempt ${attempt}): ${e.message}`);
+      await sleep(2000 * attempt);
+    }
+  }
+  const left = [];
+  try {
+    const { connect } = await import("nats");
+    const nc = await connect({ servers: urls.natsUrl });
+    try {
+      const jsm = await nc.jetstreamManager();
+      for await (const s of jsm.streams.list()) {
+        if (s.config.name.startsWith(`${ns}_`)) await jsm.streams.delete(s.config.name);
+      }
+    } finally {
+      await nc.drain();
+    }
+  } catch (e) {
+    left.push(`NATS streams (${e.message})`);
+  }
+  try {
+    const { Redis } = await import("ioredis");
+    const redis = new Redis(urls.redisUrl);
+    try {
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${ns}:*`, "COUNT", 500);
+        cursor = next;
+        if (keys.length) await redis.del(...keys);
+      } while (cursor !== "0");
+    } finally {
+      redis.disconnect();
+    }
+  } catch (e) {
+    left.push(`Redis keys (${e.message})`);
+  }
+  throw new Error(`namespace ${ns} not fully dropped: MongoDB database (${last?.message})${left.length ? `, ${left.join(", ")}` : ""}`);
+}

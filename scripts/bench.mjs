@@ -1,0 +1,290 @@
+// `npm run bench`: the same set-up as `npm start`, then every benchmark in one run, one summary
+// table (each figure, its floor, the ratio and the product's target) and .cache/bench/last.json.
+// Exits 0 whether or not targets are met; a target missed is marked MISS, a bench that could not
+// run is marked ERROR (or SKIP when its script is absent).
+//
+// Flags: --only=1,2,...  run only those benches (1 full path, 2 rpc, 3 memory, 4 ferretdb, 5 jwt)
+//        --skip-build    do not run tsc -b
+//        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
+//        --rounds=N      measured rounds of bench 1 and 2 per case (default 4; bench 1 rounds are 2.5 s)
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { log, root, setup } from "./lib/setup.mjs";
+
+const arg = (name) => process.argv.find((a) => a === `--${name}` || a.startsWith(`--${name}=`))?.split("=")[1] ?? (process.argv.includes(`--${name}`) ? "" : undefined);
+const only = arg("only")?.split(",").map(Number);
+const want = (n) => !only || only.includes(n);
+const rounds = Number(arg("rounds") ?? 4);
+
+const infra = await setup({ skipBuild: arg("skip-build") !== undefined });
+// Imported after setup(): they load the built workspace packages.
+const lib = await import("../test/bench/lib.mjs");
+const { runHttp, runSplitMemory, stopActiveSystems } = await import("../test/bench/http.mjs");
+const { runRpc } = await import("../test/bench/rpc.mjs");
+const { runJwt } = await import("../test/bench/jwt.mjs");
+
+let interrupted = false;
+const onSignal = async () => {
+  if (interrupted) return;
+  interrupted = true;
+  log("interrupted: stopping what the bench started…");
+  await Promise.allSettled([stopActiveSystems(), lib.stopAllStarted()]);
+  process.exit(130);
+};
+process.once("SIGINT", () => void onSignal());
+process.once("SIGTERM", () => void onSignal());
+
+const load0 = loadavg()[0];
+/** CPU busy (all cores) in the second before each bench: other work on the machine skews figures. */
+const busyBefore = {};
+async function before(bench) {
+  const { busy: b, top } = await lib.machineActivity(1000);
+  busyBefore[bench] = b;
+  if (b > 0.15) {
+    const who = top.map((t) => `${t.comm}[${t.pid}] ${(t.cores * 100).toFixed(0)}%`).join(", ");
+    log(`note: machine ${(b * 100).toFixed(0)}% busy before bench ${bench} (${who}); figures will be noisy`);
+  }
+}
+
+/** @type {{bench:string, figure:string, value:number|null, unit:string, floor?:number|null, ratio?:number|null, target?:string, status?:string}[]} */
+const rows = [];
+const raw = {};
+const row = (r) => rows.push(r);
+const status = (ok) => (ok ? "PASS" : "MISS");
+const errorRow = (bench, e, st = "ERROR") => {
+  log(`${bench}: ${st} ${e?.stack ?? e}`);
+  row({ bench, figure: String(e?.message ?? e).split("\n")[0].slice(0, 70), value: null, unit: "", status: st });
+};
+
+// 5. jose first: it is short and wants a quiet machine.
+if (want(5)) {
+  await before("5");
+  try {
+    log("bench 5: jose jwtVerify HS256");
+    const r = await runJwt();
+    raw.jwt = r;
+    // Floor: the signature check alone with node:crypto (what any HS256 verification must do).
+    const jose = (figure, us) =>
+      row({ bench: "5 jose HS256", figure, value: us, unit: "µs/token", floor: r.hmacOnlyUs, ratio: us / r.hmacOnlyUs, ratioUnit: "×" });
+    jose("jwtVerify one at a time, Uint8Array secret (as gateway)", r.asGatewayUs);
+    jose("jwtVerify one at a time, pre-imported KeyObject", r.preImportedKeyUs);
+    jose("jwtVerify, 64 concurrent (throughput per token)", r.concurrent64Us);
+    jose("decodeProtectedHeader only (verified-cache hit path)", r.decodeHeaderUs);
+    row({ bench: "5 jose HS256", figure: "node:crypto createHmac + timingSafeEqual, sync (floor)", value: r.hmacOnlyUs, unit: "µs/token" });
+  } catch (e) {
+    errorRow("5 jose HS256", e);
+  }
+}
+
+// 2. RPC plumbing.
+if (want(2)) {
+  await before("2");
+  try {
+    log("bench 2: RPC plumbing vs bare echo (64 in flight)");
+    const r = await runRpc({ log, rounds });
+    raw.rpc = r;
+    const fig = (name, floorName, target) => {
+      const c = r.results[name];
+      const f = floorName ? r.results[floorName] : null;
+      if (c?.error) return row({ bench: "2 rpc", figure: c.label, value: null, unit: "", status: "ERROR", note: c.error });
+      const ratio = f?.rps ? c.rps / f.rps : null;
+      const m = name.startsWith("inproc") ? r.machine?.inProcess : r.machine?.network;
+      row({
+        bench: "2 rpc",
+        other: m?.otherCores,
+        figure:
+          `${c.label} (p50 ${c.p50.toFixed(1)} / p99 ${c.p99.toFixed(1)} ms; CPU/call ` +
+          (c.serverCpuMsPerCall !== undefined
+            ? `client ${(c.clientCpuMsPerCall * 1000).toFixed(0)} + server ${(c.serverCpuMsPerCall * 1000).toFixed(0)} µs)`
+            : `${(c.clientCpuMsPerCall * 1000).toFixed(0)} µs)`),
+        value: c.rps,
+        unit: "calls/s",
+        floor: f?.rps ?? null,
+        ratio,
+        target: target ? `≥ ${target * 100}%` : undefined,
+        status: target && ratio !== null ? status(ratio >= target) : undefined,
+      });
+    };
+    fig("connect-bare", null);
+    fig("connect-plumbed", "connect-bare", 0.8);
+    fig("inproc-bare", null);
+    fig("inproc-plumbed", "inproc-bare", 0.8);
+    fig("grpcjs", null);
+    if (Number.isFinite(r.connectVsGrpcJs)) {
+      row({ bench: "2 rpc", figure: "connect-node bare vs @grpc/grpc-js bare (info)", value: r.results["connect-bare"].rps, unit: "calls/s", floor: r.results.grpcjs.rps, ratio: r.connectVsGrpcJs });
+    }
+  } catch (e) {
+    errorRow("2 rpc", e);
+  }
+}
+
+// 1 and 3 (one process): one start of the system serves both.
+if (want(1) || want(3)) {
+  await before("1");
+  try {
+    const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
+    if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
+    const r = await runHttp({ infra, log, rounds, cpuProfDir });
+    raw.http = r;
+    if (want(3)) {
+      row({ bench: "3 memory", figure: `idle RSS, one process (${r.idleRss.processes} proc, ${r.idleRss.idleS} s idle)`, value: r.idleRss.mb, unit: "MB", target: "< 300 MB", status: status(r.idleRss.mb < 300) });
+    }
+    if (want(1)) {
+      const f = r.full;
+      const b = r.bare;
+      const notes = (x) =>
+        (x.cpu ? `; server ${(x.cpu.serverCores * 100).toFixed(0)}% core, ${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req` : "") +
+        (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors` : "");
+      const other = r.machine?.otherCores;
+      row({ bench: "1 http", other, figure: `bare Fastify + findOne (p50 ${b.p50.toFixed(2)} / p99 ${b.p99.toFixed(2)} ms${notes(b)})`, value: b.rps, unit: "req/s" });
+      row({
+        bench: "1 http",
+        other,
+        figure: `full path GET /v1/users/:id (p50 ${f.p50.toFixed(2)} / p99 ${f.p99.toFixed(2)} ms${notes(f)})`,
+        value: f.rps,
+        unit: "req/s",
+        floor: b.rps,
+        ratio: r.ratio,
+        target: "≥ 35%",
+        status: status(r.ratio >= 0.35 && !f.non2xx),
+      });
+    }
+  } catch (e) {
+    errorRow(want(1) ? "1 http" : "3 memory", e);
+  }
+}
+
+if (want(3)) {
+  await before("3 split");
+  try {
+    const r = await runSplitMemory({ infra, log });
+    raw.split = r;
+    const one = raw.http?.idleRss?.mb;
+    row({
+      bench: "3 memory",
+      figure: `idle RSS, split (${r.processes} processes, info; floor: one process)`,
+      value: r.mb,
+      unit: "MB",
+      floor: one ?? null,
+      ratio: one ? r.mb / one : null,
+      ratioUnit: "×",
+    });
+  } catch (e) {
+    errorRow("3 memory split", e);
+  }
+}
+
+// 4. FerretDB companion GIN indexes (test/bench/ferretdb-indexes.mjs, written separately).
+if (want(4)) {
+  const file = join(root, "test", "bench", "ferretdb-indexes.mjs");
+  if (!existsSync(file)) {
+    errorRow("4 ferretdb", new Error("test/bench/ferretdb-indexes.mjs does not exist yet"), "SKIP");
+  } else {
+    await before("4");
+    try {
+      log("bench 4: FerretDB companion indexes");
+      const mod = await import(pathToFileURL(file).href);
+      const r = await mod.run({ log });
+      raw.ferretdb = r;
+      ferretRows(r);
+    } catch (e) {
+      errorRow("4 ferretdb", e);
+    }
+  }
+}
+
+/**
+ * {withGin, withoutGin, speedup} of test/bench/ferretdb-indexes.mjs: per lookup, {p50, mean, ...}
+ * milliseconds with and without the companion GIN indexes and their speed-ups. One row per lookup
+ * (p50 against ≥ 5×, mean shown beside it); any other shape is flattened, one row per number.
+ */
+function ferretRows(r) {
+  const lookups = Object.entries(r?.speedup ?? {}).filter(([, v]) => v && typeof v === "object" && typeof v.p50 === "number");
+  if (lookups.length) {
+    for (const [k, sp] of lookups) {
+      const g = r.withGin?.[k] ?? {};
+      const w = r.withoutGin?.[k] ?? {};
+      const plan = (p) => (typeof p !== "string" ? "?" : p.includes("fgin") ? "GIN" : p === "seq scan" ? "seq scan" : "btree");
+      const plans = r.withGin?.plans?.[k] ? `; plan ${plan(r.withGin.plans[k])} vs ${plan(r.withoutGin?.plans?.[k])}` : "";
+      const ok = sp.p50 >= 5 && (typeof sp.mean !== "number" || sp.mean >= 5);
+      row({
+        bench: "4 ferretdb",
+        figure: `${k} p50, with GIN vs without (mean ${fmt(g.mean)} vs ${fmt(w.mean)} ms = ${fmt(sp.mean)}×${plans})`,
+        value: g.p50 ?? null,
+        unit: "ms",
+        floor: w.p50 ?? null,
+        ratio: sp.p50,
+        ratioUnit: "×",
+        target: "≥ 5×",
+        status: status(ok),
+      });
+    }
+    return;
+  }
+  const flat = (v, prefix = "", out = {}) => {
+    if (typeof v === "number") out[prefix || "value"] = v;
+    else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) flat(x, prefix ? `${prefix}.${k}` : k, out);
+    return out;
+  };
+  const speed = flat(r?.speedup);
+  if (!Object.keys(speed).length) {
+    row({ bench: "4 ferretdb", figure: `unexpected result ${JSON.stringify(r).slice(0, 60)}`, value: null, unit: "", status: "ERROR" });
+    return;
+  }
+  for (const [k, s] of Object.entries(speed)) {
+    row({ bench: "4 ferretdb", figure: `speed-up ${k}`, value: s, unit: "×", target: "≥ 5×", status: status(s >= 5) });
+  }
+}
+
+function fmt(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "—";
+  const a = Math.abs(v);
+  return a >= 1000 ? v.toFixed(0) : a >= 100 ? v.toFixed(1) : a >= 1 ? v.toFixed(2) : v.toFixed(3);
+}
+const fmtRatio = (r) => `${(r * 100).toFixed(1)}%`;
+// Other people's work on the machine during a measured run, in cores, above which a miss is "noisy".
+const NOISY = 0.25;
+
+// The summary.
+const table = rows.map((r) => [
+  r.bench,
+  r.figure,
+  r.value === null ? "—" : `${fmt(r.value)} ${r.unit}`.trim(),
+  r.floor === null || r.floor === undefined ? "" : `${fmt(r.floor)} ${r.unit}`.trim(),
+  r.ratio === null || r.ratio === undefined || !Number.isFinite(r.ratio) ? "" : r.ratioUnit === "×" ? `${fmt(r.ratio)}×` : fmtRatio(r.ratio),
+  r.target ?? "",
+  r.status === "MISS" && r.other > NOISY ? "MISS (noisy)" : (r.status ?? ""),
+  r.other === undefined || r.other === null ? "" : `${r.other.toFixed(2)} cores`,
+]);
+const head = ["bench", "figure", "value", "floor", "ratio", "target", "result", "other work"];
+const widths = head.map((h, i) => Math.max(h.length, ...table.map((t) => String(t[i]).length)));
+const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
+const out = [
+  "",
+  `Benchmark summary (${infra.version}, ${cpus().length} cores, load average at start ${load0.toFixed(2)})`,
+  `Machine CPU busy in the second before each bench (anything): ${Object.entries(busyBefore).map(([k, v]) => `${k}: ${(v * 100).toFixed(0)}%`).join(", ")}`,
+  line(head),
+  line(widths.map((w) => "-".repeat(w))),
+  ...table.map(line),
+  ...(rows.some((r) => r.other !== undefined)
+    ? [
+        `"other work": cores (of ${cpus().length}) used during the measured rounds by processes that are neither this bench's nor the shared`,
+        `servers (FerretDB/PostgreSQL/Redis/NATS): other people's builds and tests. A miss above ${NOISY} cores is marked noisy.`,
+      ]
+    : []),
+  "",
+];
+process.stdout.write(out.join("\n"));
+
+const dir = join(root, ".cache", "bench");
+mkdirSync(dir, { recursive: true });
+const file = join(dir, "last.json");
+writeFileSync(
+  file,
+  `${JSON.stringify({ at: new Date().toISOString(), version: infra.version, cores: cpus().length, loadAverageAtStart: load0, busyBefore, rows, raw }, null, 2)}\n`,
+);
+process.stdout.write(`written: ${file}\n`);
+await Promise.allSettled([stopActiveSystems(), lib.stopAllStarted()]);
+process.exit(0);

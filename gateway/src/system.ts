@@ -45,7 +45,7 @@ async function buildModule(name: ServiceName, infra: Infra, peers: () => Clients
     case "graph":
       return createGraphModule({ db: (await infra.mongo()).db, log: child });
     case "engagement":
-      return createEngagementModule();
+      return createEngagementModule({ db: (await infra.mongo()).db });
     case "notification":
       return createNotificationModule({ nats: await infra.nats() });
     case "catalog":

@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { MongoClient } from "mongodb";
+import { describe, expect, inject, it } from "vitest";
 import { envelope, http, newOperator, newTenant, staffToken, type RawAnswer } from "../support/api.js";
 
 // Activities and feed reads through the gateway: add-activity rules 1–6, read one, patch, soft
@@ -570,5 +572,28 @@ describe("tenancy and fan-out", () => {
       10_000,
     );
     expect(seen).toEqual({ ...a, own_reactions: [] });
+  });
+
+  it("own_reactions come from the engagement service in one call per page", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    const a = await http("POST", "/v1/feeds/user/rx/activities", { token: server, body: { actor: "user:rx", verb: "post", object: "note:1" } });
+    const b = await http("POST", "/v1/feeds/user/rx/activities", { token: server, body: { actor: "user:rx", verb: "post", object: "note:2" } });
+    // Reactions have no route yet (engagement issue): store two as the engagement service will.
+    const mongo = new MongoClient(inject("mongoUrl"));
+    try {
+      await mongo.db(inject("namespace")).collection<{ _id: string; tenant_id: string; activity_id: string; user_id: string; kind: string; created_at: Date }>("reactions").insertMany([
+        { _id: randomUUID(), tenant_id: t.id, activity_id: a.body.id, user_id: "fan", kind: "like", created_at: new Date() },
+        { _id: randomUUID(), tenant_id: t.id, activity_id: a.body.id, user_id: "fan", kind: "clap", created_at: new Date() },
+        { _id: randomUUID(), tenant_id: t.id, activity_id: b.body.id, user_id: "other", kind: "like", created_at: new Date() },
+      ]);
+    } finally {
+      await mongo.close();
+    }
+    const page = await http("GET", "/v1/feeds/user/rx", { token: await t.user("fan") });
+    const own = Object.fromEntries(page.body.results.map((x: any) => [x.id, x.own_reactions]));
+    expect(own).toEqual({ [a.body.id]: ["clap", "like"], [b.body.id]: [] });
+    const asServer = await http("GET", "/v1/feeds/user/rx", { token: server });
+    expect(asServer.body.results.some((x: any) => "own_reactions" in x)).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { Code, ConnectError, type CallOptions } from "@connectrpc/connect";
+import type { CallOptions } from "@connectrpc/connect";
 import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import type { FeedPageQuery, FeedParams } from "@feeds/sdk";
 import type { TenantAuth } from "../auth.js";
@@ -49,18 +49,25 @@ async function objectsOf(clients: Clients, call: CallOptions, refs: string[]): P
   const wanted = new Set(refs);
   const out: Record<string, ObjectJson> = {};
   if (parts.length === 0) return out;
-  try {
-    const res = await clients.catalog.getObjects({ refs: parts }, call);
-    for (const o of res.objects) {
-      const key = `${o.type}:${o.id}`;
-      if (wanted.has(key)) out[key] = objectJson(o);
-    }
-  } catch (e) {
-    // A catalog without GetObjects yet (Unimplemented) resolves nothing: missing objects are not an error.
-    if (e instanceof ConnectError && e.code === Code.Unimplemented) return out;
-    throw e;
+  const res = await clients.catalog.getObjects({ refs: parts }, call);
+  for (const o of res.objects) {
+    const key = `${o.type}:${o.id}`;
+    if (wanted.has(key)) out[key] = objectJson(o);
   }
   return out;
+}
+
+/** The caller's reaction kinds per activity, in one engagement call; none for server tokens. */
+async function ownReactionsOf(
+  clients: Clients,
+  call: CallOptions,
+  activities: Activity[],
+  userId: string | null,
+): Promise<Map<string, string[]> | undefined> {
+  if (userId === null) return undefined;
+  if (activities.length === 0) return new Map();
+  const res = await clients.engagement.listOwnReactions({ userId, activityIds: activities.map((a) => a.id) }, call);
+  return new Map(res.reactions.map((r) => [r.activityId, r.kinds]));
 }
 
 /** Activities → interface JSON with actor_user, own_reactions and (optionally) the objects sidecar. */
@@ -72,16 +79,16 @@ export async function enrich(
   opts: { objects?: boolean } = {},
 ): Promise<Enriched> {
   const refs = opts.objects ? [...new Set(activities.flatMap((a) => a.refs))] : [];
-  const [users, objects] = await Promise.all([
+  const [users, objects, own] = await Promise.all([
     actorUsers(clients, call, activities),
     refs.length ? objectsOf(clients, call, refs) : Promise.resolve(undefined),
+    ownReactionsOf(clients, call, activities, viewer.userId),
   ]);
   const results = activities.map((a) => {
     const uid = actorUserId(a.actor);
     return activityJson(a, {
       actorUser: (uid !== null && users.get(uid)) || null,
-      // The engagement issue fills own_reactions; until then a user token has none.
-      ownReactions: viewer.userId !== null ? [] : undefined,
+      ownReactions: own ? (own.get(a.id) ?? []) : undefined,
       withDeletedAt: viewer.deletedAt,
     });
   });

@@ -1,4 +1,4 @@
-import { Code, ConnectError, type CallOptions } from "@connectrpc/connect";
+import type { CallOptions } from "@connectrpc/connect";
 import { isoOf } from "@feeds/kit";
 import type { PromotedRecord } from "@feeds/proto/feeds/feed/v1/feed";
 import { customOf } from "../json.js";
@@ -55,12 +55,6 @@ export async function promotedSidecar(
   feed: { group: string; id: string },
   userId: string | null,
 ): Promise<PromotedJson[]> {
-  try {
-    const res = await clients.promoted.servePromoted({ feed: { group: feed.group, id: feed.id }, userId: userId ?? "" }, call);
-    return res.records.map(promotedJson);
-  } catch (e) {
-    // A feed service without ServePromoted yet (Unimplemented, split mode mid-deploy) serves none.
-    if (e instanceof ConnectError && e.code === Code.Unimplemented) return [];
-    throw e;
-  }
+  const res = await clients.promoted.servePromoted({ feed: { group: feed.group, id: feed.id }, userId: userId ?? "" }, call);
+  return res.records.map(promotedJson);
 }

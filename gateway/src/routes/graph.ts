@@ -1,4 +1,3 @@
-import { Code, ConnectError } from "@connectrpc/connect";
 import { isoOf } from "@feeds/kit";
 import type { Follow } from "@feeds/proto/feeds/graph/v1/graph";
 import {
@@ -24,17 +23,6 @@ const followJson = (f: Follow) => ({
   created_at: isoOf(f.createdAt),
 });
 
-/** Awaits a feed-history call, ignoring only Unimplemented (the feed service may not have it yet). */
-async function historyCall(call: Promise<unknown>) {
-  try {
-    await call;
-  } catch (e) {
-    // CopyHistory/RemoveHistory answer Unimplemented until the feed service ships them: only that is ignored.
-    if (e instanceof ConnectError && e.code === Code.Unimplemented) return;
-    throw e;
-  }
-}
-
 /** Follow, unfollow, follows, followers, stats, suggestions and batch follows. */
 export function graphRoutes(r: RouteTable, clients: Clients) {
   const tags = ["follows"];
@@ -53,7 +41,7 @@ export function graphRoutes(r: RouteTable, clients: Clients) {
       const res = await clients.graph.follow({ source, target: body.target }, call);
       // Also on an existing edge: a retry after a failed copy completes it (copies are idempotent).
       if (body.activity_copy_limit > 0) {
-        await historyCall(clients.feed.copyHistory({ source, target: body.target, limit: body.activity_copy_limit }, call));
+        await clients.feed.copyHistory({ source, target: body.target, limit: body.activity_copy_limit }, call);
       }
       reply.code(res.created ? 201 : 200);
       return res.follow && followJson(res.follow);
@@ -74,7 +62,7 @@ export function graphRoutes(r: RouteTable, clients: Clients) {
       const target = { group: params.target_group, id: params.target_id };
       await clients.graph.unfollow({ source, target }, call);
       // Also without an edge: a retry after a failed removal completes it.
-      if (query.keep_history !== "true") await historyCall(clients.feed.removeHistory({ source, target }, call));
+      if (query.keep_history !== "true") await clients.feed.removeHistory({ source, target }, call);
       return undefined;
     },
   });

@@ -57,8 +57,9 @@ export function createFanout(deps: FanoutDeps) {
     const doc = await activities.get(task.t, task.a);
     if (!doc || doc.deleted_at) return;
     const origin = doc.origin_feed;
-    await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-    if (!doc.batch) {
+    // The write path stored the origin entry already; only a write that died before it lands here.
+    const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
+    if (inserted && !doc.batch) {
       await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
       await signals.bump(task.t, [origin]);
     }

@@ -2,23 +2,95 @@
 // @generated from file feeds/engagement/v1/engagement.proto (package feeds.engagement.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/engagement/v1/engagement.proto.
  */
 export const file_feeds_engagement_v1_engagement: GenFile = /*@__PURE__*/
-  fileDesc("CiRmZWVkcy9lbmdhZ2VtZW50L3YxL2VuZ2FnZW1lbnQucHJvdG8SE2ZlZWRzLmVuZ2FnZW1lbnQudjEyEwoRRW5nYWdlbWVudFNlcnZpY2ViBnByb3RvMw");
+  fileDesc("CiRmZWVkcy9lbmdhZ2VtZW50L3YxL2VuZ2FnZW1lbnQucHJvdG8SE2ZlZWRzLmVuZ2FnZW1lbnQudjEiQAoXTGlzdE93blJlYWN0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIUCgxhY3Rpdml0eV9pZHMYAiADKAkiMgoMT3duUmVhY3Rpb25zEhMKC2FjdGl2aXR5X2lkGAEgASgJEg0KBWtpbmRzGAIgAygJIlAKGExpc3RPd25SZWFjdGlvbnNSZXNwb25zZRI0CglyZWFjdGlvbnMYASADKAsyIS5mZWVkcy5lbmdhZ2VtZW50LnYxLk93blJlYWN0aW9uczKEAQoRRW5nYWdlbWVudFNlcnZpY2USbwoQTGlzdE93blJlYWN0aW9ucxIsLmZlZWRzLmVuZ2FnZW1lbnQudjEuTGlzdE93blJlYWN0aW9uc1JlcXVlc3QaLS5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RPd25SZWFjdGlvbnNSZXNwb25zZWIGcHJvdG8z");
 
 /**
- * Reactions, comments and replies, moderation blocklists.
- * The RPCs arrive with the issue that builds this service; the package, the service and its
- * health check exist from the start so deployment, readiness and the gateway wiring do not change.
+ * @generated from message feeds.engagement.v1.ListOwnReactionsRequest
+ */
+export type ListOwnReactionsRequest = Message<"feeds.engagement.v1.ListOwnReactionsRequest"> & {
+  /**
+   * @generated from field: string user_id = 1;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: repeated string activity_ids = 2;
+   */
+  activityIds: string[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListOwnReactionsRequest.
+ * Use `create(ListOwnReactionsRequestSchema)` to create a new message.
+ */
+export const ListOwnReactionsRequestSchema: GenMessage<ListOwnReactionsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 0);
+
+/**
+ * @generated from message feeds.engagement.v1.OwnReactions
+ */
+export type OwnReactions = Message<"feeds.engagement.v1.OwnReactions"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: repeated string kinds = 2;
+   */
+  kinds: string[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.OwnReactions.
+ * Use `create(OwnReactionsSchema)` to create a new message.
+ */
+export const OwnReactionsSchema: GenMessage<OwnReactions> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 1);
+
+/**
+ * @generated from message feeds.engagement.v1.ListOwnReactionsResponse
+ */
+export type ListOwnReactionsResponse = Message<"feeds.engagement.v1.ListOwnReactionsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.engagement.v1.OwnReactions reactions = 1;
+   */
+  reactions: OwnReactions[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListOwnReactionsResponse.
+ * Use `create(ListOwnReactionsResponseSchema)` to create a new message.
+ */
+export const ListOwnReactionsResponseSchema: GenMessage<ListOwnReactionsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 2);
+
+/**
+ * Reactions, comments and replies, moderation blocklists. The tenant travels in the call's
+ * context headers. Reactions, comments and moderation RPCs arrive with their issue.
  *
  * @generated from service feeds.engagement.v1.EngagementService
  */
 export const EngagementService: GenService<{
+  /**
+   * The caller's own reaction kinds on each of the given activities (feed enrichment: one call
+   * per page). Activities without reactions are absent.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.ListOwnReactions
+   */
+  listOwnReactions: {
+    methodKind: "unary";
+    input: typeof ListOwnReactionsRequestSchema;
+    output: typeof ListOwnReactionsResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_engagement_v1_engagement, 0);
 

@@ -35,7 +35,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     requestIdHeader: false,
     bodyLimit: 1024 * 1024,
     // Long ids must reach validation (400), not Fastify's 414.
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
   });
   // Every answer names its request, errors included.
   app.addHook("onRequest", async (req, reply) => {

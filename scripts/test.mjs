@@ -1,4 +1,6 @@
 // `npm test`: the same set-up as `npm start`, then every check and every test.
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { log, root, run, setup } from "./lib/setup.mjs";
 
@@ -7,11 +9,18 @@ run(process.execPath, [join(root, "scripts", "check-proto.mjs")]);
 log("type-checking the tests");
 const tsc = join(root, "node_modules", ".bin", "tsc");
 run(tsc, ["-p", "test", "--noEmit"]);
-for (const dir of ["sdk/test", "kit/test", "services/identity/test"]) run(tsc, ["-p", dir, "--noEmit"]);
+const serviceTests = readdirSync(join(root, "services")).map((s) => `services/${s}/test`);
+for (const dir of ["sdk/test", "kit/test", ...serviceTests]) {
+  if (existsSync(join(root, dir, "tsconfig.json"))) run(tsc, ["-p", dir, "--noEmit"]);
+}
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
 log("vitest");
-run(join(root, "node_modules", ".bin", "vitest"), ["run", ...process.argv.slice(2)], {
+const report = join(root, ".cache", "vitest-report.json");
+const passedThrough = process.argv.slice(2);
+const vitest = spawnSync(join(root, "node_modules", ".bin", "vitest"), ["run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...passedThrough], {
+  cwd: root,
+  stdio: "inherit",
   env: {
     ...process.env,
     FEEDS_TEST_MONGO_URL: infra.mongoUrl,
@@ -21,3 +30,11 @@ run(join(root, "node_modules", ".bin", "vitest"), ["run", ...process.argv.slice(
     BUILD_VERSION: infra.version,
   },
 });
+// One plain closing line for CI, whatever the reporter printed.
+try {
+  const r = JSON.parse(readFileSync(report, "utf8"));
+  process.stdout.write(`${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped\n`);
+} catch {
+  process.stdout.write("0 passed, 1 failed\n");
+}
+process.exit(vitest.status ?? 1);

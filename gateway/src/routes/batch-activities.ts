@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/feed";
 import { groupPattern, idPattern } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
+import { runBatch } from "../batch.js";
 import type { Clients } from "../system.js";
 
 const envelope = z.object({
@@ -59,19 +60,9 @@ export function batchActivityRoutes(r: RouteTable, clients: Clients) {
     tags: ["batch"],
     body: envelope,
     async handler({ body, call }) {
-      const converted = body.activities.map(toImportItem);
-      const valid = converted.flatMap((it, index) => (it ? [{ index, it }] : []));
-      const res = valid.length ? await clients.feed.importActivities({ items: valid.map((v) => v.it) }, call) : { results: [] };
-      const results: { index: number; ok: boolean; id?: string; code?: string }[] = converted.map((_, index) => ({
-        index,
-        ok: false,
-        code: "VALIDATION_FAILED",
-      }));
-      res.results.forEach((out, i) => {
-        const index = valid[i]?.index as number;
-        results[index] = out.ok ? { index, ok: true, id: out.id } : { index, ok: false, code: out.code };
+      return runBatch(body.activities, toImportItem, async (items) => (await clients.feed.importActivities({ items }, call)).results, {
+        withId: true,
       });
-      return { results };
     },
   });
 }

@@ -11,6 +11,7 @@ import {
   unfollowQuery,
 } from "@feeds/sdk";
 import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
+import { runBatch } from "../batch.js";
 import type { Clients } from "../system.js";
 import { page } from "../json.js";
 
@@ -143,22 +144,14 @@ export function graphRoutes(r: RouteTable, clients: Clients) {
     tags: ["batch"],
     body: batchFollowsBody,
     async handler({ body, call }) {
-      // Items that fail validation fail alone; the rest go to graph in one call.
-      const checked = body.follows.map((f) => batchFollowItem.safeParse(f));
-      const valid = checked.flatMap((c, index) => (c.success ? [{ index, source: c.data.source, target: c.data.target }] : []));
-      const res = valid.length
-        ? await clients.graph.importFollows({ follows: valid.map(({ source, target }) => ({ source, target })) }, call)
-        : { results: [] };
-      const results: { index: number; ok: boolean; code?: string }[] = checked.map((_, index) => ({
-        index,
-        ok: false,
-        code: "VALIDATION_FAILED",
-      }));
-      res.results.forEach((item, i) => {
-        const index = valid[i]?.index as number;
-        results[index] = item.ok ? { index, ok: true } : { index, ok: false, code: item.code };
-      });
-      return { results };
+      return runBatch(
+        body.follows,
+        (raw) => {
+          const c = batchFollowItem.safeParse(raw);
+          return c.success ? { source: c.data.source, target: c.data.target } : null;
+        },
+        async (follows) => (await clients.graph.importFollows({ follows }, call)).results.map((r) => ({ ...r, id: "" })),
+      );
     },
   });
 }

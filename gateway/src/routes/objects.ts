@@ -10,6 +10,7 @@ import {
 } from "@feeds/sdk";
 import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
 import type { RouteTable } from "../define.js";
+import { runBatch } from "../batch.js";
 import type { Clients } from "../system.js";
 import { customOf } from "../json.js";
 
@@ -128,24 +129,14 @@ export function objectRoutes(r: RouteTable, clients: Clients) {
     tags: ["batch"],
     body: batchObjectsBody,
     async handler({ body, call }) {
-      // Items that fail validation fail alone; the rest go to catalog in one call.
-      const checked = body.objects.map((o) => batchObjectItem.safeParse(o));
-      const valid = checked.flatMap((c, index) =>
-        c.success ? [{ index, type: c.data.type, id: c.data.id, customJson: JSON.stringify(c.data.custom) }] : [],
+      return runBatch(
+        body.objects,
+        (raw) => {
+          const c = batchObjectItem.safeParse(raw);
+          return c.success ? { type: c.data.type, id: c.data.id, customJson: JSON.stringify(c.data.custom) } : null;
+        },
+        async (objects) => (await clients.catalog.bulkPutObjects({ objects }, call)).results.map((r) => ({ ...r, id: "" })),
       );
-      const res = valid.length
-        ? await clients.catalog.bulkPutObjects({ objects: valid.map(({ type, id, customJson }) => ({ type, id, customJson })) }, call)
-        : { results: [] };
-      const results: { index: number; ok: boolean; code?: string }[] = checked.map((_, index) => ({
-        index,
-        ok: false,
-        code: "VALIDATION_FAILED",
-      }));
-      res.results.forEach((item, i) => {
-        const index = valid[i]?.index as number;
-        results[index] = item.ok ? { index, ok: true } : { index, ok: false, code: item.code || "INTERNAL" };
-      });
-      return { results };
     },
   });
 }

@@ -1,6 +1,7 @@
 import { isoOf, notFound, unauthenticated } from "@feeds/kit";
 import { batchUserItem, batchUsersBody, upsertUserBody, userIdParams } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
+import { runBatch } from "../batch.js";
 import type { Clients } from "../system.js";
 import { userJson } from "../json.js";
 
@@ -71,20 +72,15 @@ export function userRoutes(r: RouteTable, clients: Clients) {
     tags: ["batch"],
     body: batchUsersBody,
     async handler({ body, call }) {
-      // Items that fail validation fail alone; the rest go to identity in one call.
-      const checked = body.users.map((u) => batchUserItem.safeParse(u));
-      const valid = checked.flatMap((c, index) => (c.success ? [{ index, id: c.data.id, customJson: JSON.stringify(c.data.custom) }] : []));
-      const res = valid.length ? await clients.users.importUsers({ users: valid.map(({ id, customJson }) => ({ id, customJson })) }, call) : { results: [] };
-      const results: { index: number; ok: boolean; id?: string; code?: string }[] = checked.map((_, index) => ({
-        index,
-        ok: false,
-        code: "VALIDATION_FAILED",
-      }));
-      res.results.forEach((item, i) => {
-        const index = valid[i]?.index as number;
-        results[index] = item.ok ? { index, ok: true, id: item.id } : { index, ok: false, code: item.code };
-      });
-      return { results };
+      return runBatch(
+        body.users,
+        (raw) => {
+          const c = batchUserItem.safeParse(raw);
+          return c.success ? { id: c.data.id, customJson: JSON.stringify(c.data.custom) } : null;
+        },
+        async (users) => (await clients.users.importUsers({ users }, call)).results,
+        { withId: true },
+      );
     },
   });
 }

@@ -1,6 +1,7 @@
 import { decodeJwt } from "jose";
 import {
   HttpClient,
+  defaultSleep,
   type CallSpec,
   type HttpOptions,
   type Query,
@@ -129,22 +130,39 @@ export async function* paginate<T>(
   }
 }
 
-/** Caches a minted token; re-mints when it is close to expiry or when asked to. */
+/**
+ * Caches a minted token; re-mints when it is close to expiry or when asked to.
+ *
+ * With `laterIatOnRefresh`, a forced re-mint (the server refused the token) first waits for the
+ * next whole second and uses it as `iat`: token revocation compares the second-precision `iat`
+ * with `revoked_before` (millisecond precision), so a token minted in the same second as the
+ * revocation would be refused again. Waiting (at most one second, through the client's `sleep`)
+ * keeps `iat` honest (never in the future) and later than any revocation the server had already
+ * applied when it refused the old token, as long as the two clocks agree.
+ */
 class MintedToken {
   private token: string | undefined;
   private refreshAtMs = 0;
 
   constructor(
-    private readonly mint: () => Promise<string>,
+    private readonly mint: (issuedAtSeconds: number | undefined) => Promise<string>,
     private readonly lifetimeSeconds: number | undefined,
+    private readonly laterIatOnRefresh?: { sleep: (ms: number) => Promise<void> },
   ) {}
 
   async get(forceRefresh: boolean): Promise<string> {
     if (!forceRefresh && this.token !== undefined && Date.now() < this.refreshAtMs) {
       return this.token;
     }
+    let issuedAt: number | undefined;
+    if (forceRefresh && this.laterIatOnRefresh) {
+      const now = Date.now();
+      issuedAt = Math.ceil(now / 1000);
+      const waitMs = issuedAt * 1000 - now;
+      if (waitMs > 0) await this.laterIatOnRefresh.sleep(waitMs);
+    }
     const mintedAt = Date.now();
-    const token = await this.mint();
+    const token = await this.mint(issuedAt);
     this.token = token;
     if (this.lifetimeSeconds === undefined) {
       this.refreshAtMs = Number.POSITIVE_INFINITY;
@@ -567,7 +585,11 @@ export interface UserCredentialOptions extends ClientOptions {
   userId: string;
   /** Lifetime of the minted user tokens; default `1h`. */
   expiresIn?: string | undefined;
-  /** Re-mint and retry once after UNAUTHENTICATED. Default true. */
+  /**
+   * Re-mint and retry once after UNAUTHENTICATED. Default true. The fresh token is issued at the
+   * next whole second (the client waits up to one second), so it outlives a revocation made just
+   * before: the server refuses user tokens whose `iat` is earlier than `revoked_before`.
+   */
   reauthenticate?: boolean | undefined;
   token?: never;
 }
@@ -592,9 +614,11 @@ export class UserClient extends FeedApiClient {
     }
     const { apiKey, apiSecret, userId } = options;
     const expiresIn = options.expiresIn ?? DEFAULT_USER_TOKEN_EXPIRES_IN;
+    // After a 401 the fresh token must be issued after the revocation that may have caused it.
     const minted = new MintedToken(
-      () => createUserToken(apiKey, apiSecret, userId, { expiresIn }),
+      (issuedAt) => createUserToken(apiKey, apiSecret, userId, { expiresIn, issuedAt }),
       parseDuration(expiresIn),
+      { sleep: options.sleep ?? defaultSleep },
     );
     super(
       new HttpClient({

@@ -74,6 +74,13 @@ export interface PromotedAudience {
   feeds?: string[];
 }
 
+/** `audience` as the stored record answers it: both lists, possibly empty. */
+export interface PromotedRecordAudience {
+  users: string[];
+  /** Feed refs `group:id`. */
+  feeds: string[];
+}
+
 /** The stored promoted record (answer to create, entries of the server listing). */
 export interface PromotedRecord {
   id: string;
@@ -81,8 +88,9 @@ export interface PromotedRecord {
   verb: string;
   object: string;
   custom: JsonObject;
-  promoted?: true;
-  audience: PromotedAudience | null;
+  promoted: true;
+  /** null when the record targets every read. */
+  audience: PromotedRecordAudience | null;
   served_count: number;
   created_at: DateTime;
   retracted_at: DateTime | null;
@@ -284,7 +292,6 @@ export interface BatchResultItem {
   id?: string;
   /** Error code, present when not ok. */
   code?: string;
-  message?: string;
 }
 
 export interface BatchResult {
@@ -301,7 +308,8 @@ export interface BatchFollowInput {
 export interface BatchActivityInput {
   /** Destination feed ref `group:id`. */
   feed: string;
-  activity: AddActivityInput;
+  /** The add-activity body; batch routes are server-only, so `actor` is required. */
+  activity: AddActivityInput & { actor: string };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -438,6 +446,7 @@ export interface Tenant {
   api_key: string;
   status: "active" | "suspended";
   created_at: DateTime;
+  /** Admin views only (absent from `GET /operator/tenant`); null when the default limit applies. */
   rate_limit_per_minute?: number | null;
 }
 

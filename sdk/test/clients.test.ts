@@ -165,7 +165,7 @@ describe("UserClient", () => {
       }
       return { status: 200, body: { results: [], next: null, unseen: 0, unread: 0 } };
     });
-    const c = new UserClient({ baseUrl: server.baseUrl, apiKey: KEY, apiSecret: SECRET, userId: "bob", expiresIn: "15m" });
+    const c = new UserClient({ baseUrl: server.baseUrl, apiKey: KEY, apiSecret: SECRET, userId: "bob", expiresIn: "15m", sleep: noSleep });
     await expect(c.notifications()).resolves.toMatchObject({ unseen: 0 });
     expect(server.requests).toHaveLength(2);
     const [t1 = "", t2 = ""] = server.requests.map((r) => bearer(r.headers.authorization));
@@ -175,6 +175,30 @@ describe("UserClient", () => {
     // the fresh token is cached for the next call
     await c.notifications();
     expect(bearer(server.requests[2]?.headers.authorization)).toBe(t2);
+  });
+
+  it("the re-minted token is issued at the next whole second (revocation compares iat with revoked_before)", async () => {
+    const nowMs = 1_700_000_000_300;
+    vi.spyOn(Date, "now").mockImplementation(() => nowMs);
+    const waits: number[] = [];
+    server = await startFakeServer((_req, i) =>
+      i === 0 ? { status: 401, body: envelope("UNAUTHENTICATED") } : { status: 200, body: { id: "bob", custom: {}, created_at: "t", updated_at: "t" } },
+    );
+    const c = new UserClient({
+      baseUrl: server.baseUrl,
+      apiKey: KEY,
+      apiSecret: SECRET,
+      userId: "bob",
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    await c.me();
+    const [t1 = "", t2 = ""] = server.requests.map((r) => bearer(r.headers.authorization));
+    expect(decodeJwt(t1).iat).toBe(1_700_000_000);
+    expect(waits).toEqual([700]);
+    expect(decodeJwt(t2).iat).toBe(1_700_000_001);
+    expect(decodeJwt(t2).exp).toBe(1_700_000_001 + 3600);
   });
 
   it("re-mints only once: a second UNAUTHENTICATED is thrown", async () => {

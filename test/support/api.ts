@@ -1,6 +1,7 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
 import { inject } from "vitest";
-import { createServerToken, createUserToken } from "@feeds/sdk";
+import { HttpClient, createServerToken, createUserToken } from "@feeds/sdk";
 
 export const baseUrl = () => inject("baseUrl");
 
@@ -14,7 +15,25 @@ export interface RawAnswer<T = any> {
 export const newIp = () => `10.${rand255()}.${rand255()}.${rand255()}`;
 const rand255 = () => randomBytes(1)[0] ?? 1;
 
-/** One HTTP call, never throwing on a status: tests assert on exact codes, headers and bodies. */
+/**
+ * One raw SDK client per base URL: no token of its own, no timeout (tests set their own), and
+ * fetch's own `accept: *\/*` instead of the SDK's JSON default, so requests stay as they were.
+ */
+const rawClients = new Map<string, HttpClient>();
+function rawClient(url: string): HttpClient {
+  let c = rawClients.get(url);
+  if (!c) {
+    c = new HttpClient({ baseUrl: url, timeoutMs: 0, headers: { accept: "*/*" } });
+    rawClients.set(url, c);
+  }
+  return c;
+}
+
+/**
+ * One HTTP call through the SDK's raw request (one attempt, no retry), never throwing on a
+ * status: tests assert on exact codes, headers and bodies. A request that gets no answer rejects
+ * (with the SDK's FeedsApiError, status 0).
+ */
 export async function http<T = any>(
   method: string,
   path: string,
@@ -31,15 +50,9 @@ export async function http<T = any>(
     body = JSON.stringify(opts.body);
     headers["content-type"] = "application/json";
   }
-  const res = await fetch(`${opts.url ?? baseUrl()}${path}`, { method, headers, body });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, headers: res.headers, body: parsed as T };
+  // The body goes out verbatim as a string; the headers are exactly the ones built above.
+  const res = await rawClient(opts.url ?? baseUrl()).raw<T>({ method, path, headers, body, auth: false });
+  return { status: res.status, headers: res.headers, body: res.body };
 }
 
 /** Asserts the interface's error envelope and answers its error. */
@@ -54,19 +67,42 @@ export function envelope(a: RawAnswer): { code: string; message: string; request
 
 const sessions = new Map<string, string>();
 
-/** A session of the bootstrap staff operator. */
+/**
+ * The staff session is shared by every test file of a run through Redis, under the run's
+ * namespace (dropped with it): logins are limited to 10 per minute per email, and each file is a
+ * module of its own, so one login per file would exceed that once enough files run in a minute.
+ */
+async function sharedSession<T>(key: string, use: (redis: Redis, redisKey: string) => Promise<T>): Promise<T> {
+  const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 2 });
+  try {
+    await redis.connect();
+    return await use(redis, `${inject("namespace")}:test:staff-session:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A session of the bootstrap staff operator (one login per system for the whole run). */
 export async function staffToken(url?: string): Promise<string> {
   const key = url ?? "default";
   const cached = sessions.get(key);
   if (cached) return cached;
+  const shared = await sharedSession(key, (redis, k) => redis.get(k));
+  if (shared && (await http("GET", "/operator/me", { token: shared, url })).status === 200) {
+    sessions.set(key, shared);
+    return shared;
+  }
   const res = await http("POST", "/operator/login", {
     body: { email: inject("staffEmail"), password: inject("staffPassword") },
     ip: newIp(),
     url,
   });
   if (res.status !== 200) throw new Error(`staff login failed: ${res.status} ${JSON.stringify(res.body)}`);
-  sessions.set(key, res.body.token);
-  return res.body.token as string;
+  const token = res.body.token as string;
+  // Sessions last 12 hours; the key goes with the namespace (or after 11 hours).
+  await sharedSession(key, (redis, k) => redis.set(k, token, "EX", 11 * 3600));
+  sessions.set(key, token);
+  return token;
 }
 
 export interface TestTenant {

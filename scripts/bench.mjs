@@ -3,9 +3,11 @@
 // Exits 0 whether or not targets are met; a target missed is marked MISS, a bench that could not
 // run is marked ERROR (or SKIP when its script is absent).
 //
-// Flags: --only=1,2,...  run only those benches (1 full path, 2 rpc, 3 memory, 4 ferretdb, 5 jwt)
+// Flags: --only=1,2,...  run only those benches (1 full path, 2 rpc, 3 memory, 4 ferretdb, 5 jwt,
+//                        6 feed reads, 7 fan-out, 8 add-activity throughput)
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
+//                        (bench 1, and bench 6 over its measured rounds)
 //        --rounds=N      measured rounds of bench 1 and 2 per case (default 4; bench 1 rounds are 2.5 s)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -235,6 +237,162 @@ function ferretRows(r) {
   }
   for (const [k, s] of Object.entries(speed)) {
     row({ bench: "4 ferretdb", figure: `speed-up ${k}`, value: s, unit: "×", target: "≥ 5×", status: status(s >= 5) });
+  }
+}
+
+// 6, 7, 8: feed reads, fan-out, add-activity throughput (test/bench/feeds.mjs), each on its own
+// one-process system and namespace.
+if (want(6) || want(7) || want(8)) {
+  const file = join(root, "test", "bench", "feeds.mjs");
+  const feeds = existsSync(file) ? await import(pathToFileURL(file).href) : null;
+  const la = () => `load avg ${loadavg()[0].toFixed(2)}`;
+  const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} ms`;
+  const cpuOf = (x) =>
+    x.cpu ? `; server ${(x.cpu.serverCores * 100).toFixed(0)}% core, ${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req, db+redis ${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req` : "";
+  const errs = (x) => (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors` : "");
+  if (want(6)) {
+    if (!feeds) errorRow("6 feed read", new Error("test/bench/feeds.mjs does not exist yet"), "SKIP");
+    else {
+      await before("6");
+      try {
+        log("bench 6: feed reads (warm, cold, page 2) vs bare Fastify + the same MongoDB queries");
+        const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
+        if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
+        const r = await feeds.runFeedReads({ infra, log, rounds, cpuProfDir });
+        raw.feedReads = r;
+        const other = r.machine?.otherCores;
+        const b = "6 feed read";
+        row({ bench: b, other, figure: `bare Fastify, 4 queries, page 1 (${ms(r.floor)}${cpuOf(r.floor)}${errs(r.floor)}; ${la()})`, value: r.floor.rps, unit: "req/s" });
+        row({
+          bench: b,
+          other,
+          figure: `warm page 1, head + cache (${ms(r.warm)}${cpuOf(r.warm)}${errs(r.warm)})`,
+          value: r.warm.rps,
+          unit: "req/s",
+          floor: r.floor.rps,
+          ratio: r.ratios.warm,
+          target: "≥ 100%",
+          status: status(r.ratios.warm >= 1 && !r.warm.non2xx),
+        });
+        row({
+          bench: b,
+          other,
+          figure:
+            `cold page 1, head+cache keys deleted every ${r.load.flushEveryMs} ms (≥ ${(r.flush.headMissLowerBound * 100).toFixed(0)}% head misses; ` +
+            `${ms(r.cold)}${cpuOf(r.cold)}${errs(r.cold)})`,
+          value: r.cold.rps,
+          unit: "req/s",
+          floor: r.floor.rps,
+          ratio: r.ratios.cold,
+          target: "≥ 30%",
+          status: status(r.ratios.cold >= 0.3 && !r.cold.non2xx),
+        });
+        row({ bench: b, other, figure: `bare Fastify, 4 queries, page 2 (${ms(r.floor2)}${cpuOf(r.floor2)}${errs(r.floor2)})`, value: r.floor2.rps, unit: "req/s" });
+        row({
+          bench: b,
+          other,
+          figure: `page 2 via next: entries from MongoDB, activity cache as is (${ms(r.page2)}${cpuOf(r.page2)}${errs(r.page2)})`,
+          value: r.page2.rps,
+          unit: "req/s",
+          floor: r.floor2.rps,
+          ratio: r.ratios.page2,
+          target: "≥ 30%",
+          status: status(r.ratios.page2 >= 0.3 && !r.page2.non2xx),
+        });
+      } catch (e) {
+        errorRow("6 feed read", e);
+      }
+    }
+  }
+  if (want(7)) {
+    if (!feeds) errorRow("7 fan-out", new Error("test/bench/feeds.mjs does not exist yet"), "SKIP");
+    else {
+      await before("7");
+      try {
+        log("bench 7: fan-out of one activity to 10,000 followers vs bare insertMany");
+        const r = await feeds.runFanout({ infra, log });
+        raw.fanout = r;
+        const other = r.machine?.otherCores;
+        const b = "7 fan-out";
+        row({
+          bench: b,
+          other,
+          figure: `bare insertMany ${r.followers} entries, 500/batch unordered (${fmt(r.floor.before.seconds)} s, ${fmt(r.floor.after.seconds)} s; mean of before/after)`,
+          value: r.floor.entriesPerS,
+          unit: "entries/s",
+        });
+        row({
+          bench: b,
+          other,
+          figure: `1 activity → ${r.followers} followers: seconds until the last follower feed has it (POST answered in ${fmt(r.postMs)} ms)`,
+          value: r.seconds,
+          unit: "s",
+        });
+        row({
+          bench: b,
+          other,
+          figure:
+            `1 activity → ${r.followers} followers, entries/s (gateway ${(r.gatewayCores * 100).toFixed(0)}%, db+redis+nats ` +
+            `${(r.infraCores * 100).toFixed(0)}% core; load avg ${r.loadAverage.toFixed(2)})`,
+          value: r.entriesPerS,
+          unit: "entries/s",
+          floor: r.floor.entriesPerS,
+          ratio: r.ratio,
+          target: "≥ 50%",
+          status: status(r.ratio >= 0.5),
+        });
+        const d = r.diagnosis;
+        if (d) {
+          row({
+            bench: b,
+            figure: `diagnosis: one 500-follower page of listFollowers' keyset query (× ${d.pages} pages); all ${d.allFollowers} followers, one unsorted find: ${fmt(d.allFollowersUnsortedMs)} ms`,
+            value: d.followerPageMs,
+            unit: "ms",
+          });
+        }
+      } catch (e) {
+        errorRow("7 fan-out", e);
+      }
+    }
+  }
+  if (want(8)) {
+    if (!feeds) errorRow("8 add activity", new Error("test/bench/feeds.mjs does not exist yet"), "SKIP");
+    else {
+      await before("8");
+      try {
+        log("bench 8: add-activity throughput, 100 followers per author, then the fan-out drain");
+        const r = await feeds.runWrites({ infra, log });
+        raw.writes = r;
+        const other = r.machine?.otherCores;
+        const b = "8 add activity";
+        row({ bench: b, other, figure: `bare Fastify, insert activity + entry (context; ${ms(r.bare)}${cpuOf(r.bare)}${errs(r.bare)}; ${la()})`, value: r.bare.rps, unit: "req/s" });
+        row({
+          bench: b,
+          other,
+          figure: `POST activity, ${r.authors} authors × ${r.followersEach} followers (${ms(r.full)}${cpuOf(r.full)}${errs(r.full)}; info)`,
+          value: r.full.rps,
+          unit: "req/s",
+          floor: r.bare.rps,
+          ratio: r.ratio,
+        });
+        row({
+          bench: b,
+          other,
+          figure: `fan-out drain: seconds from the end of the load until every follower feed had every activity (${r.atStop.messages} tasks queued at the end)`,
+          value: r.drainS,
+          unit: "s",
+        });
+        row({
+          bench: b,
+          other,
+          figure: `fan-out: ${r.followerEntries} follower entries for ${r.drained.activities} activities, first post to last entry`,
+          value: r.fanoutEntriesPerS,
+          unit: "entries/s",
+        });
+      } catch (e) {
+        errorRow("8 add activity", e);
+      }
+    }
   }
 }
 

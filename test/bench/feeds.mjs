@@ -1,0 +1,635 @@
+// Benches 6, 7 and 8 of `npm run bench`: feed reads, fan-out and add-activity throughput, each on
+// a one-process system of its own (fresh namespace, dropped afterwards), against floors measured
+// in the same run on the same database:
+//   6  GET /v1/feeds/timeline/reader?limit=20 (user token) warm (Redis head + activity cache),
+//      cold (those keys deleted every 2 ms while the round runs) and page 2 (a `next` cursor: the
+//      entries always come from MongoDB), vs a bare Fastify route issuing the same MongoDB
+//      queries (bare-feed.mjs). Loaded from feeds-load.mjs (its own process), turn-taking rounds.
+//   7  one activity to 10,000 followers: seconds until the last follower feed has it, entries/s,
+//      vs insertMany of as many entry documents (500 a batch, unordered) into a scratch
+//      collection with feed_entries' indexes.
+//   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, then the fan-out
+//      backlog's drain time; context: a bare route doing the two inserts (activity + entry).
+import { randomBytes, randomUUID } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { SignJWT } from "jose";
+import { MongoClient } from "mongodb";
+import { Redis } from "ioredis";
+import { connect } from "nats";
+import { startSystem } from "../../scripts/lib/system.mjs";
+import { api, benchDir, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
+
+const range = (a, b) => (b === undefined ? [...Array(a).keys()] : [...Array(Math.max(0, b - a)).keys()].map((i) => a + i));
+
+/** Runs `fn(i)` for i in [0, n) with at most `width` at a time. */
+async function pool(n, width, fn) {
+  let next = 0;
+  await Promise.all(
+    range(Math.min(width, n)).map(async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+// Shared servers (as in lib.mjs's cpuMeter): their CPU is the storage work of the requests.
+const INFRA = new Set(["ferretdb-launch", "ferretdb", "postgres", "mongod", "redis-server", "nats-server"]);
+/** CPU seconds used so far by every process of the shared servers (ours and other users' work). */
+function infraSeconds() {
+  let s = 0;
+  for (const d of readdirSync("/proc")) {
+    if (d.charCodeAt(0) > 57) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      if (!INFRA.has(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")))) continue;
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      s += (Number(f[11]) + Number(f[12])) / 100;
+    } catch {
+      /* gone */
+    }
+  }
+  return s;
+}
+
+function systemEnv(infra, namespace) {
+  return {
+    MONGO_URL: infra.mongoUrl,
+    NATS_URL: infra.natsUrl,
+    REDIS_URL: infra.redisUrl,
+    FEEDS_MASTER_KEY: infra.masterKey,
+    BUILD_VERSION: infra.version,
+    FEEDS_NAMESPACE: namespace,
+    BOOTSTRAP_STAFF_EMAIL: `staff@${namespace.replace(/_/g, "-")}.bench`,
+    BOOTSTRAP_STAFF_PASSWORD: randomBytes(16).toString("base64url"),
+    LOG_LEVEL: "warn",
+  };
+}
+
+/**
+ * Starts a one-process system on a fresh namespace with one tenant (rate limit at the API's
+ * maximum, so that the load measures the path rather than 429s), runs `fn`, then stops everything
+ * and drops the namespace. The system's processes join lib's `started` set, so that an
+ * interrupted `npm run bench` stops them too.
+ */
+async function withSystem(infra, log, label, fn) {
+  const { newNamespace } = await namespaceHelpers();
+  const namespace = newNamespace("bench");
+  const env = systemEnv(infra, namespace);
+  const helpers = [];
+  let system;
+  let mongo;
+  let redis;
+  let nc;
+  try {
+    log(`${label}: starting the one-process system (namespace ${namespace}); load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+    system = await startSystem({ env });
+    for (const p of system.processes) {
+      started.add(p.child);
+      p.child.once("exit", () => started.delete(p.child));
+    }
+    const { token: staffToken } = await api(system.url, "POST", "/operator/login", {
+      body: { email: env.BOOTSTRAP_STAFF_EMAIL, password: env.BOOTSTRAP_STAFF_PASSWORD },
+    });
+    const created = await api(system.url, "POST", "/admin/tenants", {
+      token: staffToken,
+      body: { name: label, rate_limit_per_minute: 10_000_000 },
+    });
+    const tenant = {
+      id: created.tenant.id,
+      apiKey: created.tenant.api_key,
+      secret: created.api_secret,
+      token: await serverToken(created.tenant.api_key, created.api_secret),
+    };
+    mongo = new MongoClient(infra.mongoUrl, { serverSelectionTimeoutMS: 3000, maxPoolSize: 8, retryWrites: false });
+    await mongo.connect();
+    redis = new Redis(infra.redisUrl);
+    nc = await connect({ servers: infra.natsUrl });
+    const jsm = await nc.jetstreamManager();
+    return await fn({
+      system,
+      url: system.url,
+      namespace,
+      tenant,
+      db: mongo.db(namespace),
+      redis,
+      jsm,
+      gatewayPid: system.processes.at(-1)?.child.pid,
+      helper: (h) => {
+        helpers.push(h);
+        return h;
+      },
+      loadAverage: loadavg()[0],
+    });
+  } finally {
+    for (const h of helpers) await h.stop().catch(() => undefined);
+    await system?.stop();
+    await mongo?.close().catch(() => undefined);
+    redis?.disconnect();
+    await nc?.drain().catch(() => undefined);
+    await dropNamespaceSafely(namespace, infra, log).catch((e) => log(`  ${e.message}`));
+  }
+}
+
+const userToken = (tenant, userId) =>
+  new SignJWT({ user_id: userId })
+    .setProtectedHeader({ alg: "HS256", kid: tenant.apiKey })
+    .setIssuedAt()
+    .setExpirationTime("2h")
+    .sign(new TextEncoder().encode(tenant.secret));
+
+async function batch(c, path, key, items) {
+  const res = await api(c.url, "POST", path, { token: c.tenant.token, body: { [key]: items } });
+  const bad = res.results.filter((r) => !r.ok);
+  if (bad.length) throw new Error(`${path}: ${bad.length} of ${items.length} items failed (${JSON.stringify(bad[0])})`);
+}
+
+/** Polls `check` every `everyMs` until it answers truthy; answers that value. */
+async function until(what, check, { everyMs = 100, timeoutMs = 120_000 } = {}) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() - t0 > timeoutMs) throw new Error(`${what}: not done in ${timeoutMs / 1000} s`);
+    await sleep(everyMs);
+  }
+}
+
+/** Copies the secondary indexes of `from` onto `to` (the launcher adds GIN companions to both). */
+async function copyIndexes(db, from, to) {
+  for (const i of await db.collection(from).indexes()) {
+    if (i.name !== "_id_") await db.collection(to).createIndex(i.key, { name: i.name });
+  }
+}
+
+/**
+ * Loads `targets` from feeds-load.mjs; adds to each target the CPU its server process and the
+ * shared servers used over that target's own rounds, and to the whole the machine's CPU use.
+ * @param {{name:string, url:string, pid:number, [k:string]:any}[]} targets
+ */
+async function load(targets, o, hooks = {}) {
+  const pidOf = Object.fromEntries(targets.map((t) => [t.name, t.pid]));
+  const perTarget = Object.fromEntries(targets.map((t) => [t.name, { serverS: 0, infraS: 0, wallS: 0, serverAllS: 0, infraAllS: 0 }]));
+  let meter = null;
+  let round = null;
+  let chain = Promise.resolve();
+  const onJson = (m) => {
+    if (m.phase === "measure" && !meter) meter = cpuMeter(targets.map((t) => t.pid));
+    if (m.phase === "round") {
+      round = { t: performance.now(), server: cpuSecondsOf(pidOf[m.target]), infra: infraSeconds() };
+      if (hooks.onRound) (chain = chain.then(() => hooks.onRound(m))).catch(() => undefined);
+    }
+    if (m.phase === "roundEnd" && round) {
+      const p = perTarget[m.target];
+      p.serverS += cpuSecondsOf(pidOf[m.target]) - round.server;
+      p.infraS += infraSeconds() - round.infra;
+      p.wallS += (performance.now() - round.t) / 1000;
+      if (hooks.onRoundEnd) (chain = chain.then(() => hooks.onRoundEnd(m))).catch(() => undefined);
+    }
+    if (m.phase === "settled" && round) {
+      // Work on the requests abandoned at the end of the round included (per request sent).
+      const p = perTarget[m.target];
+      p.serverAllS += cpuSecondsOf(pidOf[m.target]) - round.server;
+      p.infraAllS += infraSeconds() - round.infra;
+      round = null;
+    }
+  };
+  const w = startNode(join(benchDir, "feeds-load.mjs"), {
+    args: [JSON.stringify({ ...o, targets: targets.map(({ pid: _pid, ...t }) => t) })],
+    name: "feeds-load",
+    onJson,
+  });
+  const r = await w.result;
+  await chain;
+  const cpu = meter?.end();
+  if (cpu) r.machine = { machineCores: cpu.machineCores, infraCores: cpu.infraCores, otherCores: cpu.otherCores, otherTop: cpu.otherTop };
+  for (const t of targets) {
+    const x = r.targets[t.name];
+    const p = perTarget[t.name];
+    x.cpu = {
+      // Cores while the target's rounds ran; CPU per request from the round's start until its
+      // abandoned requests were done, over the requests sent.
+      serverCores: p.serverS / p.wallS,
+      serverCpuMsPerRequest: (p.serverAllS * 1000) / x.sent,
+      infraCores: p.infraS / p.wallS,
+      infraCpuMsPerRequest: (p.infraAllS * 1000) / x.sent,
+      loadGeneratorCores: x.loadGeneratorCores,
+    };
+  }
+  return r;
+}
+
+const fmt = (x) =>
+  `${x.rps.toFixed(0)} req/s (rounds ${x.roundRps.map((v) => v.toFixed(0)).join(", ")}), p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms; ` +
+  `server ${(x.cpu.serverCores * 100).toFixed(0)}% core (${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req), ` +
+  `shared servers ${(x.cpu.infraCores * 100).toFixed(0)}% (${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req)` +
+  (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors ${JSON.stringify(x.statuses)}` : "");
+
+const machineNote = (m) =>
+  m
+    ? `machine over the rounds: ${m.machineCores.toFixed(2)} cores busy; shared servers ${m.infraCores.toFixed(2)}; other people's work ${m.otherCores.toFixed(2)} cores` +
+      (m.otherTop.length ? ` (${m.otherTop.map((x) => `${x.comm}[${x.pid}] ${(x.cores * 100).toFixed(0)}%`).join(", ")})` : "")
+    : "no machine figures";
+
+// Deletes a feed head (sorted set and its partial/complete flags) and the cached activities of
+// its first page, atomically; answers whether the head existed (a request rebuilt it since the
+// previous flush) and how many activity keys existed (refilled by requests that missed them).
+const FLUSH = `
+local h = redis.call('EXISTS', KEYS[1])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+local a = 0
+if #KEYS > 3 then a = redis.call('DEL', unpack(KEYS, 4)) end
+return {h, a}
+`;
+
+function startFlusher(redis, keys, everyMs) {
+  const stats = { flushes: 0, headRebuilt: 0, actRefilled: 0 };
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) {
+      const [h, a] = await redis.eval(FLUSH, keys.length, ...keys);
+      stats.flushes++;
+      stats.headRebuilt += h;
+      stats.actRefilled += a;
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    stats,
+    async stop() {
+      stop = true;
+      await loop;
+    },
+  };
+}
+
+/** Bench 6: feed reads, warm / cold / page 2, vs the bare route. */
+export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS = 1, connections = 10, flushEveryMs = 2, cpuProfDir }) {
+  return withSystem(infra, log, "bench 6", async (c) => {
+    const AUTHORS = 10;
+    const PER_AUTHOR = 22;
+    const N = AUTHORS * PER_AUTHOR;
+    const LIMIT = 20;
+    const { token } = c.tenant;
+    const t0 = Date.now();
+    await Promise.all(
+      range(AUTHORS).map((k) =>
+        api(c.url, "PUT", `/v1/users/a${k}`, { token, body: { custom: { name: `Author ${k}`, avatar: `https://img.example/a${k}.png`, plan: "pro" } } }),
+      ),
+    );
+    await api(c.url, "PUT", "/v1/users/reader", { token, body: { custom: { name: "Reader" } } });
+    for (let i = 0; i < N; i += 100) {
+      await batch(c, "/v1/batch/objects", "objects", range(i, Math.min(N, i + 100)).map((j) => ({ type: "note", id: String(j), custom: { title: `Note ${j}`, words: 100 + j } })));
+    }
+    await batch(c, "/v1/batch/follows", "follows", range(AUTHORS).map((k) => ({ source: "timeline:reader", target: `user:a${k}` })));
+    let warned = 0;
+    await pool(N, 8, async (j) => {
+      const k = j % AUTHORS;
+      const res = await api(c.url, "POST", `/v1/feeds/user/a${k}/activities`, {
+        token,
+        body: { actor: `user:a${k}`, verb: "post", object: `note:${j}`, refs: [`note:${j}`], custom: { text: `post ${j} by a${k}` } },
+      });
+      if (res.warnings?.length) warned++;
+    });
+    if (warned) throw new Error(`${warned} activities answered warnings (actor without a user record?)`);
+    const entries = c.db.collection("feed_entries");
+    const filter = { tenant_id: c.tenant.id, feed: "timeline:reader" };
+    await until("fan-out to timeline:reader", async () => (await entries.countDocuments(filter)) >= N, { everyMs: 200, timeoutMs: 90_000 });
+    log(`  set-up: ${AUTHORS} authors, ${N} activities, each with a note ref; timeline:reader has all ${N} entries by fan-out (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+
+    // Check both paths answer the same pages before loading them.
+    const reader = await userToken(c.tenant, "reader");
+    const headers = { authorization: `Bearer ${reader}` };
+    const path = `/v1/feeds/timeline/reader?limit=${LIMIT}`;
+    const p1 = await api(c.url, "GET", path, { token: reader });
+    if (p1.results?.length !== LIMIT || !p1.next) throw new Error(`page 1 answered ${p1.results?.length} activities, next ${p1.next}`);
+    if (p1.results.some((a) => !a.actor_user || !p1.objects?.[a.refs[0]])) throw new Error("page 1: an activity without actor_user or its object");
+    const p2 = await api(c.url, "GET", `${path}&next=${encodeURIComponent(p1.next)}`, { token: reader });
+    const bare = c.helper(
+      startNode(join(benchDir, "bare-feed.mjs"), { env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id }, name: "bare-feed" }),
+    );
+    const { url: bareUrl } = await bare.ready;
+    const b1 = await api(bareUrl, "GET", path);
+    const b2 = await api(bareUrl, "GET", `${path}&next=${encodeURIComponent(b1.next)}`);
+    const ids = (p) => p.results.map((a) => a.id).join();
+    if (ids(b1) !== ids(p1) || ids(b2) !== ids(p2)) throw new Error("the bare route and the full path answer different pages");
+    if (b1.results.some((a) => !a.actor_user || !b1.objects[a.refs[0]])) throw new Error("bare page 1: an activity without actor_user or its object");
+
+    // Cold: the head keys of timeline:reader and the cached activities of page 1.
+    const key = (...p) => [c.namespace, ...p].join(":");
+    const flushKeys = [
+      key("head", c.tenant.id, "timeline:reader"),
+      key("headp", c.tenant.id, "timeline:reader"),
+      key("headc", c.tenant.id, "timeline:reader"),
+      ...p1.results.map((a) => key("act", c.tenant.id, a.id)),
+    ];
+    if (!(await c.redis.exists(flushKeys[0]))) throw new Error(`no head at ${flushKeys[0]} after a first-page read`);
+
+    const full1 = `${c.url}${path}`;
+    const targets = [
+      { name: "warm", url: full1, headers, pid: c.gatewayPid, prime: { url: full1, headers } },
+      { name: "cold", url: full1, headers, pid: c.gatewayPid },
+      { name: "floor", url: `${bareUrl}${path}`, pid: bare.child.pid },
+      { name: "page2", url: `${c.url}${path}&next=${encodeURIComponent(p1.next)}`, headers, pid: c.gatewayPid },
+      { name: "floor2", url: `${bareUrl}${path}&next=${encodeURIComponent(b1.next)}`, pid: bare.child.pid },
+    ];
+    log(
+      `  load: ${targets.map((t) => t.name).join(", ")}; ${connections} connections, ${warmupS} s warm-up each, ` +
+        `${rounds} × ${roundS} s rounds each, taking turns; cold rounds delete ${flushKeys.length} keys every ${flushEveryMs} ms`,
+    );
+    const flush = { flushes: 0, headRebuilt: 0, actRefilled: 0 };
+    let flusher = null;
+    const profiling = Boolean(cpuProfDir && c.gatewayPid);
+    let profStarted = false;
+    const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 }, {
+      onRound: async (m) => {
+        if (profiling && !profStarted) {
+          profStarted = true;
+          process.kill(c.gatewayPid, "SIGUSR2");
+        }
+        if (m.target === "cold") flusher = startFlusher(c.redis, flushKeys, flushEveryMs);
+      },
+      onRoundEnd: async (m) => {
+        if (m.target !== "cold" || !flusher) return;
+        await flusher.stop();
+        for (const k of Object.keys(flush)) flush[k] += flusher.stats[k];
+        flusher = null;
+      },
+    });
+    let cpuProfile;
+    if (profiling) {
+      process.kill(c.gatewayPid, "SIGUSR2");
+      await sleep(1500);
+      cpuProfile = join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`);
+      log(`  CPU profile of the gateway over the measured rounds: ${cpuProfile}`);
+    }
+    log(`  ${machineNote(r.machine)}`);
+    for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
+    const cold = r.targets.cold;
+    // Each request that misses the head rebuilds it once: flushes that found a head are a lower
+    // bound of the requests that missed (several misses between two flushes count once).
+    flush.headMissLowerBound = flush.headRebuilt / cold.sent;
+    flush.actMissLowerBound = flush.actRefilled / LIMIT / cold.sent;
+    log(
+      `  cold rounds: ${flush.flushes} flushes; the head had been rebuilt before ${flush.headRebuilt} of them, ` +
+        `${flush.actRefilled} activity keys refilled; ${cold.sent} requests sent (${cold.ok} answered within the rounds): at least ${(flush.headMissLowerBound * 100).toFixed(0)}% missed the head, ` +
+        `at least ${(flush.actMissLowerBound * 100).toFixed(0)}% (in page equivalents) missed the activity cache`,
+    );
+    return {
+      namespace: c.namespace,
+      loadAverage: c.loadAverage,
+      activities: N,
+      load: { connections, warmupS, roundS, rounds, flushEveryMs },
+      machine: r.machine,
+      ...r.targets,
+      flush,
+      cpuProfile,
+      ratios: {
+        warm: r.targets.warm.rps / r.targets.floor.rps,
+        cold: cold.rps / r.targets.floor.rps,
+        page2: r.targets.page2.rps / r.targets.floor2.rps,
+      },
+    };
+  });
+}
+
+/** Inserts `n` entry-shaped documents into a fresh scratch collection (feed_entries' indexes). */
+async function insertFloor(c, n, name) {
+  await copyIndexes(c.db, "feed_entries", name);
+  const coll = c.db.collection(name);
+  const activityId = randomUUID();
+  const time = new Date();
+  const docs = range(n).map((i) => ({
+    _id: `${c.tenant.id}/timeline:f${i}/${activityId}`,
+    tenant_id: c.tenant.id,
+    feed: `timeline:f${i}`,
+    activity_id: activityId,
+    time,
+    origin: "user:celeb",
+  }));
+  const t0 = performance.now();
+  for (let i = 0; i < n; i += 500) await coll.insertMany(docs.slice(i, i + 500), { ordered: false });
+  const seconds = (performance.now() - t0) / 1000;
+  const count = await coll.countDocuments({ activity_id: activityId });
+  if (count !== n) throw new Error(`floor insert: ${count} of ${n} documents`);
+  await coll.drop();
+  return { seconds, entriesPerS: n / seconds };
+}
+
+/** Bench 7: one activity to `followers` followers, vs bare insertMany. */
+export async function runFanout({ infra, log, followers = 10_000 }) {
+  return withSystem(infra, log, "bench 7", async (c) => {
+    const t0 = Date.now();
+    await api(c.url, "PUT", "/v1/users/celeb", { token: c.tenant.token, body: { custom: { name: "Celeb" } } });
+    await pool(Math.ceil(followers / 100), 2, (b) =>
+      batch(c, "/v1/batch/follows", "follows", range(b * 100, Math.min(followers, (b + 1) * 100)).map((i) => ({ source: `timeline:f${i}`, target: "user:celeb" }))),
+    );
+    const stats = await api(c.url, "GET", "/v1/feeds/user/celeb/stats", { token: c.tenant.token }).catch(() => null);
+    log(`  set-up: ${followers} follows of user:celeb in ${Math.ceil(followers / 100)} batch calls (${((Date.now() - t0) / 1000).toFixed(1)} s)${stats ? `; stats ${JSON.stringify(stats)}` : ""}`);
+
+    const floorBefore = await insertFloor(c, followers, "bench_entries_floor_a");
+    log(`  floor (before): ${followers} entries in ${floorBefore.seconds.toFixed(2)} s = ${floorBefore.entriesPerS.toFixed(0)} entries/s`);
+
+    // Done when the fan-out work queue is empty (a chunk task is acked only after its entries are
+    // written; the activity task only after it has published every chunk), polled every 100 ms,
+    // then confirmed by counting the activity's entries. Not countDocuments every 100 ms: on
+    // FerretDB v1 a count of 10,000 matching entries costs ~0.5 s of database CPU (the matching
+    // documents are fetched and decoded), which would take one of the two cores from the fan-out.
+    const entries = c.db.collection("feed_entries");
+    const queue = `${c.namespace}_fanout`;
+    const depth = async () => (await c.jsm.streams.info(queue)).state.messages;
+    const meter = cpuMeter([c.gatewayPid]);
+    const infra0 = infraSeconds();
+    const la = loadavg()[0];
+    const start = performance.now();
+    const posted = await api(c.url, "POST", "/v1/feeds/user/celeb/activities", {
+      token: c.tenant.token,
+      body: { actor: "user:celeb", verb: "post", object: "note:1", custom: { text: "hello, followers" } },
+    });
+    const postMs = performance.now() - start;
+    const want = followers + 1; // every follower feed and the origin feed
+    const samples = [];
+    let emptyAt = null;
+    let confirmations = 0;
+    await until(
+      "fan-out",
+      async () => {
+        const d = await depth();
+        const at = (performance.now() - start) / 1000;
+        samples.push([Number(at.toFixed(3)), d]);
+        if (d > 0) {
+          emptyAt = null;
+          return false;
+        }
+        emptyAt ??= at;
+        confirmations++;
+        const n = await entries.countDocuments({ tenant_id: c.tenant.id, activity_id: posted.id });
+        if (n >= want) return true;
+        emptyAt = null; // a task between redeliveries, or dead-lettered: keep waiting
+        log(`  queue empty but ${n} of ${want} entries; waiting`);
+        await sleep(1000);
+        return false;
+      },
+      { everyMs: 100, timeoutMs: 300_000 },
+    );
+    const seconds = emptyAt;
+    const cpu = meter.end();
+    const infraCores = (infraSeconds() - infra0) / ((performance.now() - start) / 1000);
+    const entriesPerS = followers / seconds;
+    const dlq = (await c.jsm.streams.info(`${c.namespace}_fanout_dlq`)).state.messages;
+    log(
+      `  fan-out: the last of ${followers} follower feeds had it after ${seconds.toFixed(2)} s (POST answered in ${postMs.toFixed(0)} ms; ` +
+        `${samples.length} queue polls, ${confirmations} count(s); ${dlq} dead-lettered) = ${entriesPerS.toFixed(0)} entries/s; gateway ${(cpu.processCores[0] * 100).toFixed(0)}% core, ` +
+        `shared servers ${(infraCores * 100).toFixed(0)}%; other people's work ${cpu.otherCores.toFixed(2)} cores; load average ${la.toFixed(2)}`,
+    );
+
+    // Where the time goes: the follower pages the fan-out reads (graph's keyset query, 500 a page)
+    // against one unsorted read of every follower, and the activity's entry count.
+    const follows = c.db.collection("follows");
+    const timed = async (fn) => {
+      const t = performance.now();
+      const v = await fn();
+      return [performance.now() - t, v];
+    };
+    const base = { tenant_id: c.tenant.id, target_feed: "user:celeb" };
+    const [pageMs, page] = await timed(() => follows.find(base).sort({ created_at: -1, _id: -1 }).limit(501).toArray());
+    const lastEdge = page[499];
+    const [page2Ms] = await timed(() =>
+      follows
+        .find({ ...base, $or: [{ created_at: { $lt: lastEdge.created_at } }, { created_at: lastEdge.created_at, _id: { $lt: lastEdge._id } }] })
+        .sort({ created_at: -1, _id: -1 })
+        .limit(501)
+        .toArray(),
+    );
+    const [allMs, all] = await timed(() => follows.find(base, { projection: { source_feed: 1 } }).toArray());
+    const [countMs] = await timed(() => entries.countDocuments({ tenant_id: c.tenant.id, activity_id: posted.id }));
+    const diagnosis = { followerPageMs: pageMs, followerPage2Ms: page2Ms, pages: Math.ceil(followers / 500), allFollowersUnsortedMs: allMs, allFollowers: all.length, countMs };
+    log(
+      `  diagnosis: one 500-follower page of listFollowers' query ${pageMs.toFixed(0)} ms (a later page ${page2Ms.toFixed(0)} ms) × ${diagnosis.pages} pages; ` +
+        `all ${all.length} followers in one unsorted find ${allMs.toFixed(0)} ms; countDocuments of the activity's entries ${countMs.toFixed(0)} ms`,
+    );
+
+    const floorAfter = await insertFloor(c, followers, "bench_entries_floor_b");
+    log(`  floor (after): ${followers} entries in ${floorAfter.seconds.toFixed(2)} s = ${floorAfter.entriesPerS.toFixed(0)} entries/s`);
+    const floorPerS = (floorBefore.entriesPerS + floorAfter.entriesPerS) / 2;
+    return {
+      namespace: c.namespace,
+      loadAverage: la,
+      followers,
+      seconds,
+      postMs,
+      entriesPerS,
+      queueSamples: samples,
+      deadLettered: dlq,
+      diagnosis,
+      gatewayCores: cpu.processCores[0],
+      infraCores,
+      machine: { machineCores: cpu.machineCores, infraCores: cpu.infraCores, otherCores: cpu.otherCores, otherTop: cpu.otherTop },
+      floor: { before: floorBefore, after: floorAfter, entriesPerS: floorPerS },
+      ratio: entriesPerS / floorPerS,
+    };
+  });
+}
+
+/** Bench 8: add-activity throughput with fan-out to 100 followers per author, then the drain. */
+export async function runWrites({ infra, log, authors = 10, followersEach = 100, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10 }) {
+  return withSystem(infra, log, "bench 8", async (c) => {
+    const { token } = c.tenant;
+    const t0 = Date.now();
+    await Promise.all(range(authors).map((k) => api(c.url, "PUT", `/v1/users/a${k}`, { token, body: { custom: { name: `Author ${k}` } } })));
+    for (let k = 0; k < authors; k++) {
+      for (let i = 0; i < followersEach; i += 100) {
+        await batch(c, "/v1/batch/follows", "follows", range(i, Math.min(followersEach, i + 100)).map((j) => ({ source: `timeline:w${k}_${j}`, target: `user:a${k}` })));
+      }
+    }
+    log(`  set-up: ${authors} authors × ${followersEach} followers (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+
+    await copyIndexes(c.db, "activities", "bench_activities");
+    await copyIndexes(c.db, "feed_entries", "bench_entries");
+    const bare = c.helper(
+      startNode(join(benchDir, "bare-feed.mjs"), {
+        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_ACTIVITIES: "bench_activities", BENCH_ENTRIES: "bench_entries" },
+        name: "bare-feed",
+      }),
+    );
+    const { url: bareUrl } = await bare.ready;
+    const body = (k) => JSON.stringify({ actor: `user:a${k}`, verb: "post", object: `note:${k}`, custom: { text: "load" } });
+    const json = { "content-type": "application/json" };
+    const auth = { authorization: `Bearer ${token}` };
+    const requests = (h) => range(authors).map((k) => ({ method: "POST", path: `/v1/feeds/user/a${k}/activities`, headers: h, body: body(k) }));
+    const targets = [
+      { name: "bare", url: bareUrl, method: "POST", headers: json, requests: requests(json), roundS: bareSeconds, pid: bare.child.pid },
+      { name: "full", url: c.url, method: "POST", headers: { ...json, ...auth }, requests: requests({ ...json, ...auth }), roundS: seconds, pid: c.gatewayPid },
+    ];
+    log(`  load: bare ${bareSeconds} s, then full ${seconds} s (${connections} connections, ${warmupS} s warm-up each, authors rotated per request)`);
+
+    const activities = c.db.collection("activities");
+    const entries = c.db.collection("feed_entries");
+    const stream = `${c.namespace}_fanout`;
+    const backlog = async () => (await c.jsm.streams.info(stream)).state.messages;
+    const counts = async () => {
+      const [a, e] = await Promise.all([activities.countDocuments({ tenant_id: c.tenant.id }), entries.countDocuments({ tenant_id: c.tenant.id })]);
+      return { activities: a, entries: e, want: a * (followersEach + 1) };
+    };
+    let fullStart = null;
+    let stop = null;
+    let drained = null;
+    let polls = 0;
+    const r = await load(targets, { connections, warmupS, roundS: seconds, rounds: 1, sequential: true, pauseMs: 0 }, {
+      onRound: async (m) => {
+        if (m.target === "full") fullStart ??= performance.now();
+      },
+      onRoundEnd: async (m) => {
+        if (m.target !== "full") return;
+        // Queue depth and activities only: counting the entries (tens of thousands) would cost
+        // FerretDB seconds of CPU in the middle of the drain being measured.
+        const at = performance.now();
+        const [messages, acts] = await Promise.all([backlog(), activities.countDocuments({ tenant_id: c.tenant.id })]);
+        stop = { at, messages, activities: acts };
+        // Drained: the fan-out work queue is empty (polled every 100 ms), confirmed by the counts.
+        drained = await until(
+          "fan-out backlog",
+          async () => {
+            polls++;
+            if ((await backlog()) > 0) return null;
+            const done = performance.now();
+            const n = await counts();
+            if (n.entries >= n.want) return { at: done, ...n };
+            log(`  queue empty but ${n.entries} of ${n.want} entries; waiting`);
+            return null;
+          },
+          { everyMs: 100, timeoutMs: 300_000 },
+        );
+      },
+    });
+    // The warm-up of the full path (1 s before its round) also posted: count from its start.
+    const warmStart = fullStart - warmupS * 1000;
+    const drainS = (drained.at - stop.at) / 1000;
+    const followerEntries = drained.activities * followersEach;
+    const totalS = (drained.at - warmStart) / 1000;
+    log(`  ${machineNote(r.machine)}`);
+    for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
+    log(
+      `  at the end of the load: ${stop.activities} activities, ${stop.messages} fan-out tasks queued; drained ${drainS.toFixed(2)} s later ` +
+        `(${drained.activities} activities, ${drained.entries} entries = ${followersEach + 1} each); ` +
+        `fan-out ${(followerEntries / totalS).toFixed(0)} follower entries/s from the first post to the last entry`,
+    );
+    return {
+      namespace: c.namespace,
+      loadAverage: c.loadAverage,
+      authors,
+      followersEach,
+      machine: r.machine,
+      bare: r.targets.bare,
+      full: r.targets.full,
+      atStop: stop,
+      drained,
+      drainS,
+      followerEntries,
+      fanoutEntriesPerS: followerEntries / totalS,
+      polls,
+      ratio: r.targets.full.rps / r.targets.bare.rps,
+    };
+  });
+}

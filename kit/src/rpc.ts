@@ -97,16 +97,30 @@ export function createServerInterceptor(log: Logger): Interceptor {
     req.contextValues.set(callerKey, decodeCaller(req.header.get(H_CALLER)));
     const rid = req.header.get(H_REQUEST) ?? "";
     req.contextValues.set(requestIdKey, rid);
-    try {
-      return await next(req);
-    } catch (e) {
+    const mapped = (e: unknown) => {
       const ce = toConnectError(e);
       if (ce.code === Code.Internal) {
         log.error({ err: e, rpc: req.url, requestId: rid }, "rpc failed");
       }
-      throw ce;
+      return ce;
+    };
+    try {
+      const res = await next(req);
+      // A streamed answer fails while it is read: map those errors the same way.
+      if (res.stream) return { ...res, message: mapStreamErrors(res.message, mapped) };
+      return res;
+    } catch (e) {
+      throw mapped(e);
     }
   };
+}
+
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, mapped: (e: unknown) => Error): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (e) {
+    throw mapped(e);
+  }
 }
 
 /** A service as mounted in a process: its Connect routes, plus optional lifecycle. */

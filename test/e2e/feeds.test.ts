@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
+import { connect } from "nats";
 import { describe, expect, inject, it } from "vitest";
 import { envelope, http, newOperator, newTenant, staffToken, type RawAnswer } from "../support/api.js";
 
@@ -188,15 +189,44 @@ describe("add activity", () => {
     expect(envelope(burned).code).toBe("CONFLICT");
   });
 
-  it("10 concurrent identical posts create one activity", async () => {
+  it("10 concurrent identical posts create one activity and start one fan-out", async () => {
     const t = await newTenant();
     const server = await t.server();
-    const body = { actor: "system:x", verb: "post", object: "o", foreign_id: "race", time: "2024-01-01T00:00:00.000Z" };
-    const answers = await Promise.all(Array.from({ length: 10 }, () => add(server, "user:race", body)));
-    expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
-    expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
-    const feed = await read(server, "user:race");
-    expect(feed.body.results.map((a: any) => a.id)).toEqual([answers[0]?.body.id]);
+    const follow = await http("POST", "/v1/feeds/timeline/fan/follows", { token: server, body: { target: "user:race" } });
+    expect(follow.status).toBe(201);
+    // Every fan-out task the system publishes, seen by a plain NATS subscriber on the run's
+    // namespace (it sees each publish, also those JetStream would drop as duplicates by id).
+    const nc = await connect({ servers: inject("natsUrl") });
+    const tasks: { kind: string; t: string; a: string }[] = [];
+    const sub = nc.subscribe(`${inject("namespace")}.fanout.task`, {
+      callback: (_err, m) => {
+        const task = JSON.parse(new TextDecoder().decode(m.data)) as { kind: string; t: string; a: string };
+        if (task.t === t.id) tasks.push(task);
+      },
+    });
+    await nc.flush();
+    try {
+      const body = { actor: "system:x", verb: "post", object: "o", foreign_id: "race", time: "2024-01-01T00:00:00.000Z" };
+      const answers = await Promise.all(Array.from({ length: 10 }, () => add(server, "user:race", body)));
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(201));
+      const ids = new Set(answers.map((a) => a.body.id));
+      expect(ids.size).toBe(1);
+      const id = answers[0]?.body.id as string;
+      const feed = await read(server, "user:race");
+      expect(feed.body.results.map((a: any) => a.id)).toEqual([id]);
+      const timeline = await until("the activity on timeline:fan", async () => {
+        const res = await read(server, "timeline:fan");
+        return res.body.results?.length ? res.body.results.map((a: any) => a.id) : undefined;
+      }, 10_000);
+      expect(timeline).toEqual([id]);
+      // A late second publish would have arrived by now (the outbox relay republishes after 2 s).
+      await new Promise((r) => setTimeout(r, 2500));
+      expect(tasks.filter((x) => x.kind === "activity").map((x) => x.a)).toEqual([id]);
+      expect(tasks.filter((x) => x.kind === "chunk").map((x) => x.a)).toEqual([id]);
+    } finally {
+      sub.unsubscribe();
+      await nc.close();
+    }
   });
 
   it("warns actor_user_unresolved for a user: actor without a record, never for other actors", async () => {
@@ -411,8 +441,16 @@ describe("read one, patch, soft delete", () => {
   it("soft delete: 204, gone from the feed and read one, listed by the inspector with deleted_at", async () => {
     const t = await newTenant();
     const alice = await t.user("alice");
+    const server = await t.server();
+    for (const follower of ["timeline:f1", "timeline:f2"]) {
+      const f = await http("POST", `/v1/feeds/${feedPath(follower)}/follows`, { token: server, body: { target: "user:alice" } });
+      expect(f.status).toBe(201);
+    }
     const keep = noWarnings(await added(alice, "user:alice", { verb: "post", object: "keep" }));
     const gone = await added(alice, "user:alice", { verb: "post", object: "gone" });
+    for (const follower of ["timeline:f1", "timeline:f2"]) {
+      await until(`both activities on ${follower}`, async () => ((await read(server, follower)).body.results?.length === 2 ? true : undefined), 10_000);
+    }
     const bob = await http("DELETE", `/v1/activities/${gone.id}`, { token: await t.user("bob") });
     expect(bob.status).toBe(403);
     expect(envelope(bob).code).toBe("FORBIDDEN");
@@ -424,6 +462,11 @@ describe("read one, patch, soft delete", () => {
     expect(one.status).toBe(404);
     expect(envelope(one).code).toBe("NOT_FOUND");
     expect((await read(alice, "user:alice")).body.results.map((a: any) => a.id)).toEqual([keep.id]);
+    // Gone from every feed that held it, at once (the delete removes every entry before answering).
+    for (const follower of ["timeline:f1", "timeline:f2"]) {
+      expect((await read(server, follower)).body.results.map((a: any) => a.id)).toEqual([keep.id]);
+      expect((await read(server, follower, "?limit=1")).body.next).toBeNull();
+    }
     const patch = await http("PATCH", `/v1/activities/${gone.id}`, { token: alice, body: { set: { "custom.x": 1 } } });
     expect(patch.status).toBe(404);
 

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
 import { scope, type Clients, type Logger, type Nats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
@@ -5,11 +6,13 @@ import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
 import type { Heads } from "./heads.js";
 
-// Fan-out on write, in chunks: an activity task enumerates the origin feed's followers and
-// publishes one chunk task per page of followers; chunk tasks write the feed entries. Several
+// Fan-out on write, in chunks: an activity task streams the origin feed's followers in one pass
+// and publishes one chunk task per batch of followers; chunk tasks write the feed entries. Several
 // worker replicas share the chunk tasks of one large fan-out through the work-queue stream.
 
 export const CHUNK_SIZE = 500;
+/** How long the follower pass of one activity may take (split mode: one gRPC stream). */
+const FOLLOWER_STREAM_TIMEOUT_MS = 10 * 60_000;
 /** Deliveries before a task goes to the dead-letter stream, and the waits between them. */
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
@@ -26,6 +29,8 @@ interface ChunkTask {
   feeds: string[];
 }
 type Task = ActivityTask | ChunkTask;
+
+const digest = (feeds: string[]) => createHash("sha256").update(feeds.join("\n")).digest("base64url").slice(0, 22);
 
 export interface FanoutDeps {
   nats: Nats;
@@ -53,7 +58,7 @@ export function createFanout(deps: FanoutDeps) {
 
   const system = (tenantId: string) => scope({ tenantId, caller: { kind: "system" } });
 
-  async function runActivity(task: ActivityTask): Promise<void> {
+  async function runActivity(task: ActivityTask, progress: () => void): Promise<void> {
     const doc = await activities.get(task.t, task.a);
     if (!doc || doc.deleted_at) return;
     const origin = doc.origin_feed;
@@ -64,15 +69,17 @@ export function createFanout(deps: FanoutDeps) {
       await signals.bump(task.t, [origin]);
     }
     const [group, id] = splitFeed(origin);
-    let cursor = "";
-    for (let page = 0; ; page++) {
-      const res = await deps.peers().graph.listFollowers({ feed: { group, id }, page: { limit: CHUNK_SIZE, cursor } }, system(task.t));
-      const feeds = res.follows.flatMap((f) => (f.source ? [`${f.source.group}:${f.source.id}`] : []));
-      if (feeds.length) {
-        await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${page}` });
-      }
-      if (!res.next) break;
-      cursor = res.next;
+    // One pass over the followers. A chunk's message id is derived from its content, so a task
+    // redelivered after a crash republishes only chunks that differ from those already sent
+    // (the follower set may have changed meanwhile), and every current follower is covered.
+    const followers = deps.peers().graph.streamFollowerFeeds(
+      { feed: { group, id }, batchSize: CHUNK_SIZE },
+      { ...system(task.t), timeoutMs: FOLLOWER_STREAM_TIMEOUT_MS },
+    );
+    for await (const { feeds } of followers) {
+      if (!feeds.length) continue;
+      await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${digest(feeds)}` });
+      progress();
     }
   }
 
@@ -99,7 +106,8 @@ export function createFanout(deps: FanoutDeps) {
   async function handle(m: JsMsg): Promise<void> {
     try {
       const task = JSON.parse(new TextDecoder().decode(m.data)) as Task;
-      if (task.kind === "activity") await runActivity(task);
+      // A large follower set takes a while: each published chunk tells JetStream the task lives.
+      if (task.kind === "activity") await runActivity(task, () => m.working());
       else if (task.kind === "chunk") await runChunk(task);
       else throw new Error(`unknown task kind`);
       m.ack();

@@ -203,6 +203,29 @@ export function createFollowRepository(db: Db) {
     followersOf: (tenantId: string, feed: string, limit: number, after: EdgeCursor | null) =>
       page("target_feed", tenantId, feed, limit, after),
 
+    /**
+     * Every feed that follows `feed`, `batchSize` at a time, over one cursor: one index scan on
+     * MongoDB (keyset pages would repeat FerretDB's fetch and sort of the whole set for every
+     * page). Unsorted, so that the first batch arrives before the whole set is read; callers
+     * must not rely on the order.
+     */
+    async *followerFeeds(tenantId: string, feed: string, batchSize: number): AsyncGenerator<string[]> {
+      const cursor = follows.find({ tenant_id: tenantId, target_feed: feed }, { projection: { source_feed: 1 }, batchSize });
+      let batch: string[] = [];
+      try {
+        for await (const d of cursor) {
+          batch.push(d.source_feed);
+          if (batch.length === batchSize) {
+            yield batch;
+            batch = [];
+          }
+        }
+        if (batch.length) yield batch;
+      } finally {
+        await cursor.close();
+      }
+    },
+
     /** Follower and following counts; a feed never followed nor following has none. */
     counts: (tenantId: string, feed: string) => counts.findOne({ _id: countKey(tenantId, feed) }),
 

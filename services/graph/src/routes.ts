@@ -32,6 +32,8 @@ export interface GraphServiceDeps {
 
 /** Internal callers (the fan-out worker) page followers in chunks of up to this many. */
 export const MAX_INTERNAL_PAGE = 1000;
+/** Batch size of StreamFollowerFeeds when the caller names none. */
+export const STREAM_BATCH_DEFAULT = 500;
 export const SUGGESTIONS_DEFAULT = 25;
 export const SUGGESTIONS_MAX = 50;
 /** Suggestions look at no more than this many of the feed's follows (newest first)... */
@@ -238,6 +240,15 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       const limit = listLimit(ctx, req.page?.limit);
       const rows = await follows.followersOf(tenant, feedString(feed), limit, cursorOf(req.page?.cursor));
       return pageOf(rows, limit);
+    },
+
+    async *streamFollowerFeeds(req, ctx) {
+      const tenant = requireTenant(ctx);
+      const feed = requireFeed(req.feed);
+      if (callerOf(ctx).kind !== "system") throw forbidden("internal callers only");
+      const size = req.batchSize > 0 ? req.batchSize : STREAM_BATCH_DEFAULT;
+      if (size > MAX_INTERNAL_PAGE) throw validationFailed([{ path: "batch_size", message: `must be between 1 and ${MAX_INTERNAL_PAGE}` }]);
+      for await (const feeds of follows.followerFeeds(tenant, feedString(feed), size)) yield { feeds };
     },
 
     async getStats(req, ctx) {

@@ -1,6 +1,6 @@
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createLogger, createServerInterceptor, fromRpcError, scope, type Caller } from "@feeds/kit";
+import { createLogger, createServerInterceptor, fromRpcError, notFound, scope, type Caller } from "@feeds/kit";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createGraphService } from "../src/routes.js";
 import type { FollowDoc, FollowRepository } from "../src/follow-repository.js";
@@ -11,6 +11,7 @@ import type { FollowDoc, FollowRepository } from "../src/follow-repository.js";
 function fakeRepository() {
   const edges = new Map<string, FollowDoc>();
   const limits: number[] = [];
+  const failAfterFirstBatch = { on: false };
   const repo: Partial<FollowRepository> = {
     create: async (t, source, target) => {
       const _id = `${t}/${source}/${target}`;
@@ -23,12 +24,19 @@ function fakeRepository() {
     createMany: async (t, list) =>
       Promise.all(list.map(async (e) => ((await repo.create!(t, e.source, e.target)).created ? "created" : "existed"))),
     remove: async (t, source, target) => edges.delete(`${t}/${source}/${target}`),
+    followerFeeds: async function* (t, feed, batchSize) {
+      const all = [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).map((e) => e.source_feed);
+      for (let i = 0; i < all.length; i += batchSize) {
+        yield all.slice(i, i + batchSize);
+        if (failAfterFirstBatch.on) throw notFound("the store went away mid-stream");
+      }
+    },
     followersOf: async (t, feed, limit) => {
       limits.push(limit);
       return [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).slice(0, limit + 1);
     },
   };
-  return { repo: repo as FollowRepository, edges, limits };
+  return { repo: repo as FollowRepository, edges, limits, failAfterFirstBatch };
 }
 
 function client(repo: FollowRepository) {
@@ -93,6 +101,27 @@ describe("follow rules", () => {
     expect((await errorOf(c.listFollowers({ feed, page: { limit: 101 } }, as({ kind: "server" })))).code).toBe("VALIDATION_FAILED");
     expect((await errorOf(c.listFollowers({ feed, page: { limit: 101 } }, user("x")))).code).toBe("VALIDATION_FAILED");
     expect((await errorOf(c.listFollowers({ feed, page: { cursor: "not a cursor" } }, as()))).fields.map((f) => f.path)).toEqual(["next"]);
+  });
+
+  it("streams every follower feed in batches, to internal callers only", async () => {
+    const { repo, failAfterFirstBatch } = fakeRepository();
+    const c = client(repo);
+    const feed = ref("user", "x");
+    for (let i = 0; i < 7; i++) await c.follow({ source: ref("timeline", `f${i}`), target: feed }, as());
+    await c.follow({ source: ref("timeline", "other"), target: ref("user", "y") }, as());
+    const batches: string[][] = [];
+    for await (const b of c.streamFollowerFeeds({ feed, batchSize: 3 }, as())) batches.push(b.feeds);
+    expect(batches.map((b) => b.length)).toEqual([3, 3, 1]);
+    expect(batches.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `timeline:f${i}`));
+    const drain = async (req: Parameters<typeof c.streamFollowerFeeds>[0], opts = as()) => {
+      for await (const _ of c.streamFollowerFeeds(req, opts)) void _;
+    };
+    expect((await errorOf(drain({ feed, batchSize: 1001 }))).fields.map((f) => f.path)).toEqual(["batch_size"]);
+    expect((await errorOf(drain({ feed }, as({ kind: "server" })))).code).toBe("FORBIDDEN");
+    expect((await errorOf(drain({ feed: ref("bad group", "x") }))).code).toBe("VALIDATION_FAILED");
+    // An error while the stream is being read keeps its code through the plumbing.
+    failAfterFirstBatch.on = true;
+    expect((await errorOf(drain({ feed, batchSize: 3 }))).code).toBe("NOT_FOUND");
   });
 
   it("imports per item: duplicates ok, bad refs and self-follows fail alone", async () => {

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/graph/v1/graph.proto.
  */
 export const file_feeds_graph_v1_graph: GenFile = /*@__PURE__*/
-  fileDesc("ChpmZWVkcy9ncmFwaC92MS9ncmFwaC5wcm90bxIOZmVlZHMuZ3JhcGgudjEijAEKBkZvbGxvdxIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjCg1Gb2xsb3dSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIkkKDkZvbGxvd1Jlc3BvbnNlEiYKBmZvbGxvdxgBIAEoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIPCgdjcmVhdGVkGAIgASgIImUKD1VuZm9sbG93UmVxdWVzdBIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIjChBVbmZvbGxvd1Jlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgiaAoSTGlzdEZvbGxvd3NSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IkwKE0xpc3RGb2xsb3dzUmVzcG9uc2USJwoHZm9sbG93cxgBIAMoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIMCgRuZXh0GAIgASgJImoKFExpc3RGb2xsb3dlcnNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik4KFUxpc3RGb2xsb3dlcnNSZXNwb25zZRInCgdmb2xsb3dzGAEgAygLMhYuZmVlZHMuZ3JhcGgudjEuRm9sbG93EgwKBG5leHQYAiABKAkiOQoPR2V0U3RhdHNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiJDChBHZXRTdGF0c1Jlc3BvbnNlEhYKDmZvbGxvd2VyX2NvdW50GAEgASgDEhcKD2ZvbGxvd2luZ19jb3VudBgCIAEoAyJLChJTdWdnZXN0aW9uc1JlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAIgASgFIjgKClN1Z2dlc3Rpb24SDQoFZ3JvdXAYASABKAkSCgoCaWQYAiABKAkSDwoHbXV0dWFscxgDIAEoAyJGChNTdWdnZXN0aW9uc1Jlc3BvbnNlEi8KC3N1Z2dlc3Rpb25zGAEgAygLMhouZmVlZHMuZ3JhcGgudjEuU3VnZ2VzdGlvbiJGChRJbXBvcnRGb2xsb3dzUmVxdWVzdBIuCgdmb2xsb3dzGAEgAygLMh0uZmVlZHMuZ3JhcGgudjEuRm9sbG93UmVxdWVzdCI3CgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSDAoEY29kZRgDIAEoCSJGChVJbXBvcnRGb2xsb3dzUmVzcG9uc2USLQoHcmVzdWx0cxgBIAMoCzIcLmZlZWRzLmdyYXBoLnYxLkltcG9ydFJlc3VsdDLhBAoMR3JhcGhTZXJ2aWNlEkcKBkZvbGxvdxIdLmZlZWRzLmdyYXBoLnYxLkZvbGxvd1JlcXVlc3QaHi5mZWVkcy5ncmFwaC52MS5Gb2xsb3dSZXNwb25zZRJNCghVbmZvbGxvdxIfLmZlZWRzLmdyYXBoLnYxLlVuZm9sbG93UmVxdWVzdBogLmZlZWRzLmdyYXBoLnYxLlVuZm9sbG93UmVzcG9uc2USVgoLTGlzdEZvbGxvd3MSIi5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93c1JlcXVlc3QaIy5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93c1Jlc3BvbnNlElwKDUxpc3RGb2xsb3dlcnMSJC5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93ZXJzUmVxdWVzdBolLmZlZWRzLmdyYXBoLnYxLkxpc3RGb2xsb3dlcnNSZXNwb25zZRJNCghHZXRTdGF0cxIfLmZlZWRzLmdyYXBoLnYxLkdldFN0YXRzUmVxdWVzdBogLmZlZWRzLmdyYXBoLnYxLkdldFN0YXRzUmVzcG9uc2USVgoLU3VnZ2VzdGlvbnMSIi5mZWVkcy5ncmFwaC52MS5TdWdnZXN0aW9uc1JlcXVlc3QaIy5mZWVkcy5ncmFwaC52MS5TdWdnZXN0aW9uc1Jlc3BvbnNlElwKDUltcG9ydEZvbGxvd3MSJC5mZWVkcy5ncmFwaC52MS5JbXBvcnRGb2xsb3dzUmVxdWVzdBolLmZlZWRzLmdyYXBoLnYxLkltcG9ydEZvbGxvd3NSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("ChpmZWVkcy9ncmFwaC92MS9ncmFwaC5wcm90bxIOZmVlZHMuZ3JhcGgudjEijAEKBkZvbGxvdxIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJjCg1Gb2xsb3dSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIkkKDkZvbGxvd1Jlc3BvbnNlEiYKBmZvbGxvdxgBIAEoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIPCgdjcmVhdGVkGAIgASgIImUKD1VuZm9sbG93UmVxdWVzdBIoCgZzb3VyY2UYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIoCgZ0YXJnZXQYAiABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIjChBVbmZvbGxvd1Jlc3BvbnNlEg8KB3JlbW92ZWQYASABKAgiaAoSTGlzdEZvbGxvd3NSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IkwKE0xpc3RGb2xsb3dzUmVzcG9uc2USJwoHZm9sbG93cxgBIAMoCzIWLmZlZWRzLmdyYXBoLnYxLkZvbGxvdxIMCgRuZXh0GAIgASgJImoKFExpc3RGb2xsb3dlcnNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik4KFUxpc3RGb2xsb3dlcnNSZXNwb25zZRInCgdmb2xsb3dzGAEgAygLMhYuZmVlZHMuZ3JhcGgudjEuRm9sbG93EgwKBG5leHQYAiABKAkiWAoaU3RyZWFtRm9sbG93ZXJGZWVkc1JlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEhIKCmJhdGNoX3NpemUYAiABKAUiLAobU3RyZWFtRm9sbG93ZXJGZWVkc1Jlc3BvbnNlEg0KBWZlZWRzGAEgAygJIjkKD0dldFN0YXRzUmVxdWVzdBImCgRmZWVkGAEgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYiQwoQR2V0U3RhdHNSZXNwb25zZRIWCg5mb2xsb3dlcl9jb3VudBgBIAEoAxIXCg9mb2xsb3dpbmdfY291bnQYAiABKAMiSwoSU3VnZ2VzdGlvbnNSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhINCgVsaW1pdBgCIAEoBSI4CgpTdWdnZXN0aW9uEg0KBWdyb3VwGAEgASgJEgoKAmlkGAIgASgJEg8KB211dHVhbHMYAyABKAMiRgoTU3VnZ2VzdGlvbnNSZXNwb25zZRIvCgtzdWdnZXN0aW9ucxgBIAMoCzIaLmZlZWRzLmdyYXBoLnYxLlN1Z2dlc3Rpb24iRgoUSW1wb3J0Rm9sbG93c1JlcXVlc3QSLgoHZm9sbG93cxgBIAMoCzIdLmZlZWRzLmdyYXBoLnYxLkZvbGxvd1JlcXVlc3QiNwoMSW1wb3J0UmVzdWx0Eg0KBWluZGV4GAEgASgFEgoKAm9rGAIgASgIEgwKBGNvZGUYAyABKAkiRgoVSW1wb3J0Rm9sbG93c1Jlc3BvbnNlEi0KB3Jlc3VsdHMYASADKAsyHC5mZWVkcy5ncmFwaC52MS5JbXBvcnRSZXN1bHQy0wUKDEdyYXBoU2VydmljZRJHCgZGb2xsb3cSHS5mZWVkcy5ncmFwaC52MS5Gb2xsb3dSZXF1ZXN0Gh4uZmVlZHMuZ3JhcGgudjEuRm9sbG93UmVzcG9uc2USTQoIVW5mb2xsb3cSHy5mZWVkcy5ncmFwaC52MS5VbmZvbGxvd1JlcXVlc3QaIC5mZWVkcy5ncmFwaC52MS5VbmZvbGxvd1Jlc3BvbnNlElYKC0xpc3RGb2xsb3dzEiIuZmVlZHMuZ3JhcGgudjEuTGlzdEZvbGxvd3NSZXF1ZXN0GiMuZmVlZHMuZ3JhcGgudjEuTGlzdEZvbGxvd3NSZXNwb25zZRJcCg1MaXN0Rm9sbG93ZXJzEiQuZmVlZHMuZ3JhcGgudjEuTGlzdEZvbGxvd2Vyc1JlcXVlc3QaJS5mZWVkcy5ncmFwaC52MS5MaXN0Rm9sbG93ZXJzUmVzcG9uc2UScAoTU3RyZWFtRm9sbG93ZXJGZWVkcxIqLmZlZWRzLmdyYXBoLnYxLlN0cmVhbUZvbGxvd2VyRmVlZHNSZXF1ZXN0GisuZmVlZHMuZ3JhcGgudjEuU3RyZWFtRm9sbG93ZXJGZWVkc1Jlc3BvbnNlMAESTQoIR2V0U3RhdHMSHy5mZWVkcy5ncmFwaC52MS5HZXRTdGF0c1JlcXVlc3QaIC5mZWVkcy5ncmFwaC52MS5HZXRTdGF0c1Jlc3BvbnNlElYKC1N1Z2dlc3Rpb25zEiIuZmVlZHMuZ3JhcGgudjEuU3VnZ2VzdGlvbnNSZXF1ZXN0GiMuZmVlZHMuZ3JhcGgudjEuU3VnZ2VzdGlvbnNSZXNwb25zZRJcCg1JbXBvcnRGb2xsb3dzEiQuZmVlZHMuZ3JhcGgudjEuSW1wb3J0Rm9sbG93c1JlcXVlc3QaJS5mZWVkcy5ncmFwaC52MS5JbXBvcnRGb2xsb3dzUmVzcG9uc2ViBnByb3RvMw", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message feeds.graph.v1.Follow
@@ -215,6 +215,49 @@ export const ListFollowersResponseSchema: GenMessage<ListFollowersResponse> = /*
   messageDesc(file_feeds_graph_v1_graph, 8);
 
 /**
+ * @generated from message feeds.graph.v1.StreamFollowerFeedsRequest
+ */
+export type StreamFollowerFeedsRequest = Message<"feeds.graph.v1.StreamFollowerFeedsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.FeedRef feed = 1;
+   */
+  feed?: FeedRef | undefined;
+
+  /**
+   * 1..1000; 0 means 500.
+   *
+   * @generated from field: int32 batch_size = 2;
+   */
+  batchSize: number;
+};
+
+/**
+ * Describes the message feeds.graph.v1.StreamFollowerFeedsRequest.
+ * Use `create(StreamFollowerFeedsRequestSchema)` to create a new message.
+ */
+export const StreamFollowerFeedsRequestSchema: GenMessage<StreamFollowerFeedsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 9);
+
+/**
+ * @generated from message feeds.graph.v1.StreamFollowerFeedsResponse
+ */
+export type StreamFollowerFeedsResponse = Message<"feeds.graph.v1.StreamFollowerFeedsResponse"> & {
+  /**
+   * Feed refs `group:id`.
+   *
+   * @generated from field: repeated string feeds = 1;
+   */
+  feeds: string[];
+};
+
+/**
+ * Describes the message feeds.graph.v1.StreamFollowerFeedsResponse.
+ * Use `create(StreamFollowerFeedsResponseSchema)` to create a new message.
+ */
+export const StreamFollowerFeedsResponseSchema: GenMessage<StreamFollowerFeedsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_graph_v1_graph, 10);
+
+/**
  * @generated from message feeds.graph.v1.GetStatsRequest
  */
 export type GetStatsRequest = Message<"feeds.graph.v1.GetStatsRequest"> & {
@@ -229,7 +272,7 @@ export type GetStatsRequest = Message<"feeds.graph.v1.GetStatsRequest"> & {
  * Use `create(GetStatsRequestSchema)` to create a new message.
  */
 export const GetStatsRequestSchema: GenMessage<GetStatsRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 9);
+  messageDesc(file_feeds_graph_v1_graph, 11);
 
 /**
  * @generated from message feeds.graph.v1.GetStatsResponse
@@ -251,7 +294,7 @@ export type GetStatsResponse = Message<"feeds.graph.v1.GetStatsResponse"> & {
  * Use `create(GetStatsResponseSchema)` to create a new message.
  */
 export const GetStatsResponseSchema: GenMessage<GetStatsResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 10);
+  messageDesc(file_feeds_graph_v1_graph, 12);
 
 /**
  * @generated from message feeds.graph.v1.SuggestionsRequest
@@ -273,7 +316,7 @@ export type SuggestionsRequest = Message<"feeds.graph.v1.SuggestionsRequest"> & 
  * Use `create(SuggestionsRequestSchema)` to create a new message.
  */
 export const SuggestionsRequestSchema: GenMessage<SuggestionsRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 11);
+  messageDesc(file_feeds_graph_v1_graph, 13);
 
 /**
  * @generated from message feeds.graph.v1.Suggestion
@@ -300,7 +343,7 @@ export type Suggestion = Message<"feeds.graph.v1.Suggestion"> & {
  * Use `create(SuggestionSchema)` to create a new message.
  */
 export const SuggestionSchema: GenMessage<Suggestion> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 12);
+  messageDesc(file_feeds_graph_v1_graph, 14);
 
 /**
  * @generated from message feeds.graph.v1.SuggestionsResponse
@@ -317,7 +360,7 @@ export type SuggestionsResponse = Message<"feeds.graph.v1.SuggestionsResponse"> 
  * Use `create(SuggestionsResponseSchema)` to create a new message.
  */
 export const SuggestionsResponseSchema: GenMessage<SuggestionsResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 13);
+  messageDesc(file_feeds_graph_v1_graph, 15);
 
 /**
  * @generated from message feeds.graph.v1.ImportFollowsRequest
@@ -334,7 +377,7 @@ export type ImportFollowsRequest = Message<"feeds.graph.v1.ImportFollowsRequest"
  * Use `create(ImportFollowsRequestSchema)` to create a new message.
  */
 export const ImportFollowsRequestSchema: GenMessage<ImportFollowsRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 14);
+  messageDesc(file_feeds_graph_v1_graph, 16);
 
 /**
  * @generated from message feeds.graph.v1.ImportResult
@@ -361,7 +404,7 @@ export type ImportResult = Message<"feeds.graph.v1.ImportResult"> & {
  * Use `create(ImportResultSchema)` to create a new message.
  */
 export const ImportResultSchema: GenMessage<ImportResult> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 15);
+  messageDesc(file_feeds_graph_v1_graph, 17);
 
 /**
  * @generated from message feeds.graph.v1.ImportFollowsResponse
@@ -378,7 +421,7 @@ export type ImportFollowsResponse = Message<"feeds.graph.v1.ImportFollowsRespons
  * Use `create(ImportFollowsResponseSchema)` to create a new message.
  */
 export const ImportFollowsResponseSchema: GenMessage<ImportFollowsResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_graph_v1_graph, 16);
+  messageDesc(file_feeds_graph_v1_graph, 18);
 
 /**
  * Follow edges between feeds, follower/following counts and suggestions. Feeds are `group:id`.
@@ -417,7 +460,7 @@ export const GraphService: GenService<{
     output: typeof ListFollowsResponseSchema;
   },
   /**
-   * Who follows `feed`, newest first. The fan-out worker pages through it in chunks.
+   * Who follows `feed`, newest first.
    *
    * @generated from rpc feeds.graph.v1.GraphService.ListFollowers
    */
@@ -425,6 +468,18 @@ export const GraphService: GenService<{
     methodKind: "unary";
     input: typeof ListFollowersRequestSchema;
     output: typeof ListFollowersResponseSchema;
+  },
+  /**
+   * Every feed that follows `feed`, in batches of up to `batch_size`, in no particular order, read
+   * in one pass over one database cursor: the fan-out worker's follower set, however large.
+   * Internal callers only.
+   *
+   * @generated from rpc feeds.graph.v1.GraphService.StreamFollowerFeeds
+   */
+  streamFollowerFeeds: {
+    methodKind: "server_streaming";
+    input: typeof StreamFollowerFeedsRequestSchema;
+    output: typeof StreamFollowerFeedsResponseSchema;
   },
   /**
    * @generated from rpc feeds.graph.v1.GraphService.GetStats

@@ -363,6 +363,16 @@ describe("feed reads", () => {
     expect((await read(server, "user:obj2")).body.objects).toEqual({});
     // Reads are open to user tokens too.
     expect((await read(await t.user("viewer"), "user:obj")).body.objects["post:p1"].custom.title).toBe("First");
+    // Refs resolve at read time: a changed object shows its new state on the next read (the page
+    // itself comes from the feed's head and the activity cache), a deleted one drops out.
+    const patched = await http("PATCH", "/v1/objects/post/p1", { token: server, body: { set: { "custom.title": "Second" } } });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect((await http("DELETE", "/v1/objects/photo/ph1", { token: server })).status).toBe(204);
+    const after = await read(server, "user:obj");
+    expect(after.body.results.map((a: any) => a.id)).toEqual(feed.body.results.map((a: any) => a.id));
+    expect(after.body.objects).toEqual({
+      "post:p1": { type: "post", id: "p1", custom: { title: "Second", n: 1 }, updated_at: patched.body.updated_at },
+    });
   });
 });
 

@@ -4,6 +4,7 @@
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT. Prints {"ready":true,"url":...}.
 import Fastify from "fastify";
 import { MongoClient } from "mongodb";
+import { serveBare } from "./lib.mjs";
 
 const client = new MongoClient(process.env.MONGO_URL, {
   serverSelectionTimeoutMS: 2000,
@@ -21,13 +22,4 @@ app.get("/v1/users/:id", async (req, reply) => {
   if (!doc) return reply.code(404).send({ error: { code: "NOT_FOUND" } });
   return doc;
 });
-const address = await app.listen({ port: 0, host: "127.0.0.1" });
-process.stdout.write(`${JSON.stringify({ ready: true, url: address })}\n`);
-
-const stop = async () => {
-  await app.close();
-  await client.close();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void stop());
-process.once("SIGINT", () => void stop());
+await serveBare(app, client);

@@ -15,6 +15,7 @@
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
 import { MongoClient } from "mongodb";
+import { serveBare } from "./lib.mjs";
 
 const client = new MongoClient(process.env.MONGO_URL, {
   serverSelectionTimeoutMS: 2000,
@@ -125,13 +126,4 @@ app.post("/v1/feeds/:group/:id/activities", async (req, reply) => {
   return { ...doc, time: iso(now), created_at: iso(now) };
 });
 
-const address = await app.listen({ port: 0, host: "127.0.0.1" });
-process.stdout.write(`${JSON.stringify({ ready: true, url: address })}\n`);
-
-const stop = async () => {
-  await app.close();
-  await client.close();
-  process.exit(0);
-};
-process.once("SIGTERM", () => void stop());
-process.once("SIGINT", () => void stop());
+await serveBare(app, client);

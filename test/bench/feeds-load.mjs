@@ -15,7 +15,7 @@
 // {"phase":"settled",target,round}.
 // One JSON line of figures at the end.
 import autocannon from "autocannon";
-import { percentile, sleep } from "./lib.mjs";
+import { sleep, summarizeTargets } from "./lib.mjs";
 
 const opts = JSON.parse(process.argv[2] ?? "{}");
 const emit = (m) => process.stdout.write(`${JSON.stringify(m)}\n`);
@@ -86,25 +86,4 @@ if (opts.sequential) {
   for (let r = 0; r < opts.rounds; r++) for (const t of opts.targets) await round(t, r);
 }
 
-const out = {};
-for (const t of opts.targets) {
-  const a = acc[t.name];
-  a.latencies.sort((x, y) => x - y);
-  const rounds = [...a.roundRps].sort((x, y) => x - y);
-  out[t.name] = {
-    rps: a.latencies.length / a.seconds,
-    medianRoundRps: percentile(rounds, 50),
-    roundRps: a.roundRps,
-    p50: percentile(a.latencies, 50),
-    p99: percentile(a.latencies, 99),
-    ok: a.latencies.length,
-    sent: a.sent,
-    non2xx: a.non2xx,
-    errors: a.errors,
-    timeouts: a.timeouts,
-    statuses: a.statuses,
-    seconds: a.seconds,
-    loadGeneratorCores: a.cpuS / a.seconds,
-  };
-}
-emit({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: out });
+emit({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: summarizeTargets(opts.targets, acc) });

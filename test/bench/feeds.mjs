@@ -10,7 +10,7 @@
 //      collection with feed_entries' indexes.
 //   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, then the fan-out
 //      backlog's drain time; context: a bare route doing the two inserts (activity + entry).
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
@@ -20,7 +20,7 @@ import { MongoClient } from "mongodb";
 import { Redis } from "ioredis";
 import { connect } from "nats";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
+import { api, benchDir, systemEnv, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
 
 const range = (a, b) => (b === undefined ? [...Array(a).keys()] : [...Array(Math.max(0, b - a)).keys()].map((i) => a + i));
 
@@ -51,20 +51,6 @@ function infraSeconds() {
     }
   }
   return s;
-}
-
-function systemEnv(infra, namespace) {
-  return {
-    MONGO_URL: infra.mongoUrl,
-    NATS_URL: infra.natsUrl,
-    REDIS_URL: infra.redisUrl,
-    FEEDS_MASTER_KEY: infra.masterKey,
-    BUILD_VERSION: infra.version,
-    FEEDS_NAMESPACE: namespace,
-    BOOTSTRAP_STAFF_EMAIL: `staff@${namespace.replace(/_/g, "-")}.bench`,
-    BOOTSTRAP_STAFF_PASSWORD: randomBytes(16).toString("base64url"),
-    LOG_LEVEL: "warn",
-  };
 }
 
 /**

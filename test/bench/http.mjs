@@ -1,8 +1,7 @@
 // Bench 1 (full path vs bare route) and bench 3 (idle RSS, one process and split).
-import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, cpuMeter, dropNamespaceSafely, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
+import { api, benchDir, systemEnv, cpuMeter, dropNamespaceSafely, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
 
 const USER_ID = "bench-user";
 
@@ -25,21 +24,6 @@ async function start(opts) {
     await stop();
   };
   return s;
-}
-
-function systemEnv(infra, namespace, extra = {}) {
-  return {
-    MONGO_URL: infra.mongoUrl,
-    NATS_URL: infra.natsUrl,
-    REDIS_URL: infra.redisUrl,
-    FEEDS_MASTER_KEY: infra.masterKey,
-    BUILD_VERSION: infra.version,
-    FEEDS_NAMESPACE: namespace,
-    BOOTSTRAP_STAFF_EMAIL: `staff@${namespace.replace(/_/g, "-")}.bench`,
-    BOOTSTRAP_STAFF_PASSWORD: randomBytes(16).toString("base64url"),
-    LOG_LEVEL: "warn",
-    ...extra,
-  };
 }
 
 /** Sum of VmRSS over the system's processes and their descendants. */

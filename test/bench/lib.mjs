@@ -5,6 +5,7 @@ import { createInterface } from "node:readline";
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cpus } from "node:os";
+import { randomBytes } from "node:crypto";
 import { SignJWT } from "jose";
 
 export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
@@ -320,4 +321,63 @@ export async function dropNamespaceSafely(ns, urls, log) {
     left.push(`Redis keys (${e.message})`);
   }
   throw new Error(`namespace ${ns} not fully dropped: MongoDB database (${last?.message})${left.length ? `, ${left.join(", ")}` : ""}`);
+}
+
+/** The environment of a system a bench starts on the shared servers, in its own namespace. */
+export function systemEnv(infra, namespace, extra = {}) {
+  return {
+    MONGO_URL: infra.mongoUrl,
+    NATS_URL: infra.natsUrl,
+    REDIS_URL: infra.redisUrl,
+    FEEDS_MASTER_KEY: infra.masterKey,
+    BUILD_VERSION: infra.version,
+    FEEDS_NAMESPACE: namespace,
+    BOOTSTRAP_STAFF_EMAIL: `staff@${namespace.replace(/_/g, "-")}.bench`,
+    BOOTSTRAP_STAFF_PASSWORD: randomBytes(16).toString("base64url"),
+    LOG_LEVEL: "warn",
+    ...extra,
+  };
+}
+
+/**
+ * The figures of a load generator's targets from their accumulators ({latencies, roundRps,
+ * seconds, sent?, non2xx, errors, timeouts, statuses, cpuS}).
+ */
+export function summarizeTargets(targets, acc) {
+  const out = {};
+  for (const t of targets) {
+    const a = acc[t.name];
+    a.latencies.sort((x, y) => x - y);
+    const rounds = [...a.roundRps].sort((x, y) => x - y);
+    out[t.name] = {
+      rps: a.latencies.length / a.seconds,
+      medianRoundRps: percentile(rounds, 50),
+      roundRps: a.roundRps,
+      p50: percentile(a.latencies, 50),
+      p99: percentile(a.latencies, 99),
+      ok: a.latencies.length,
+      ...(a.sent === undefined ? {} : { sent: a.sent }),
+      non2xx: a.non2xx,
+      errors: a.errors,
+      timeouts: a.timeouts,
+      statuses: a.statuses,
+      seconds: a.seconds,
+      // CPU this load generator used while loading this target, in cores.
+      loadGeneratorCores: a.cpuS / a.seconds,
+    };
+  }
+  return out;
+}
+
+/** Serves a bare Fastify app on loopback, announces its URL, and closes it (and `client`) on a signal. */
+export async function serveBare(app, client) {
+  const address = await app.listen({ port: 0, host: "127.0.0.1" });
+  process.stdout.write(`${JSON.stringify({ ready: true, url: address })}\n`);
+  const stop = async () => {
+    await app.close();
+    await client.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop());
+  process.once("SIGINT", () => void stop());
 }

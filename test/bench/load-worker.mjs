@@ -6,7 +6,7 @@
 // (A B A B ...), so that a machine shared with other work skews them alike. Prints
 // {"phase":"measure"} when the measured rounds begin and one JSON line of figures at the end.
 import autocannon from "autocannon";
-import { percentile } from "./lib.mjs";
+import { summarizeTargets } from "./lib.mjs";
 
 const opts = JSON.parse(process.argv[2] ?? "{}");
 
@@ -55,25 +55,4 @@ for (let r = 0; r < opts.rounds; r++) {
   }
 }
 
-const out = {};
-for (const t of opts.targets) {
-  const a = acc[t.name];
-  a.latencies.sort((x, y) => x - y);
-  const rounds = [...a.roundRps].sort((x, y) => x - y);
-  out[t.name] = {
-    rps: a.latencies.length / a.seconds,
-    medianRoundRps: percentile(rounds, 50),
-    roundRps: a.roundRps,
-    p50: percentile(a.latencies, 50),
-    p99: percentile(a.latencies, 99),
-    ok: a.latencies.length,
-    non2xx: a.non2xx,
-    errors: a.errors,
-    timeouts: a.timeouts,
-    statuses: a.statuses,
-    seconds: a.seconds,
-    // CPU this load generator used while loading this target, in cores.
-    loadGeneratorCores: a.cpuS / a.seconds,
-  };
-}
-process.stdout.write(`${JSON.stringify({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: out })}\n`);
+process.stdout.write(`${JSON.stringify({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: summarizeTargets(opts.targets, acc) })}\n`);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServerToken } from "@feeds/sdk";
 import { startPrivateFerretdb, startPrivateNats, startPrivateRedis, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newIp } from "../support/api.js";
@@ -65,6 +66,9 @@ describe("dependency outages", () => {
     ["mongodb", () => mongo],
   ] as const)("%s: 503 naming it while down, recovery by itself when back", async (name, server) => {
     expect((await ready()).status).toBe(200);
+    // With NATS down, an activity write still answers 201 (its outbox mark is stored with it)
+    // and its fan-out follows when NATS returns (the relay publishes what was left unpublished).
+    const writer = name === "nats" ? await tenantWithFollower() : undefined;
     await server().stop();
     const started = Date.now();
     const down = await until(`readiness to name ${name}`, async () => {
@@ -76,6 +80,21 @@ describe("dependency outages", () => {
     expect(down.body.status).toBe("unavailable");
     expect(down.body.checks).toContainEqual({ name, ok: false });
     expect(down.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name)).toEqual([name]);
+    let posted: string | undefined;
+    if (writer) {
+      const res = await http("POST", "/v1/feeds/user/author/activities", {
+        url: system.url,
+        token: writer.server,
+        body: { actor: "user:author", verb: "post", object: "while-nats-was-down" },
+      });
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      posted = res.body.id as string;
+      // Read your own writes: the origin feed shows it at once.
+      const origin = await http("GET", "/v1/feeds/user/author", { url: system.url, token: writer.server });
+      expect(origin.body.results.map((a: { id: string }) => a.id)).toEqual([posted]);
+      const timeline = await http("GET", "/v1/feeds/timeline/reader", { url: system.url, token: writer.server });
+      expect(timeline.body.results).toEqual([]);
+    }
     if (name !== "nats") {
       // A request that needs the dead dependency fails with INTERNAL in the envelope.
       const res = await login();
@@ -92,5 +111,23 @@ describe("dependency outages", () => {
     });
     const created = await http("POST", "/admin/tenants", { url: system.url, token: session, body: { name: `after-${name}` } });
     expect(created.status).toBe(201);
+    if (writer && posted) {
+      const id = posted;
+      await until("the activity written while NATS was down on the follower's feed", async () => {
+        const r = await http("GET", "/v1/feeds/timeline/reader", { url: system.url, token: writer.server });
+        return r.body.results?.some((a: { id: string }) => a.id === id) ? true : undefined;
+      });
+    }
   });
+
+  /** A tenant whose timeline:reader follows user:author; answers its server token. */
+  async function tenantWithFollower() {
+    const session = (await login()).body.token as string;
+    const created = await http("POST", "/admin/tenants", { url: system.url, token: session, body: { name: "writer" } });
+    expect(created.status).toBe(201);
+    const server = await createServerToken(created.body.tenant.api_key, created.body.api_secret);
+    const follow = await http("POST", "/v1/feeds/timeline/reader/follows", { url: system.url, token: server, body: { target: "user:author" } });
+    expect(follow.status).toBe(201);
+    return { server };
+  }
 });

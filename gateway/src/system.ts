@@ -49,7 +49,7 @@ async function buildModule(name: ServiceName, infra: Infra, peers: () => Clients
     case "notification":
       return createNotificationModule({ nats: await infra.nats() });
     case "catalog":
-      return createCatalogModule({ db: (await infra.mongo()).db, log: child });
+      return createCatalogModule({ db: (await infra.mongo()).db, redis: await infra.redis(), log: child });
   }
 }
 

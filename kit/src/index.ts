@@ -12,3 +12,4 @@ export * from "./ids.js";
 export * from "./service-main.js";
 export * from "./clients.js";
 export * from "./lock.js";
+export * from "./read-cache.js";

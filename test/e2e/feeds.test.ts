@@ -277,6 +277,9 @@ describe("feed reads", () => {
     // A user record updated later shows on the next read.
     await http("PUT", "/v1/users/ann", { token: server, body: { custom: { name: "Anna" } } });
     expect((await read(server, "topic:news", "?limit=1")).body.results[0].actor_user).toEqual({ id: "ann", custom: { name: "Anna" } });
+    // So does one created after reads that found none (a cached absence does not outlive it).
+    await http("PUT", "/v1/users/nobody", { token: server, body: { custom: { name: "Now somebody" } } });
+    expect((await read(server, "topic:news")).body.results[2].actor_user).toEqual({ id: "nobody", custom: { name: "Now somebody" } });
   });
 
   it("orders by time desc, then id desc", async () => {

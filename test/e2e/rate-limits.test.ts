@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { envelope, http, newIp, newOperator, newTenant, uniqueEmail, PASSWORD } from "../support/api.js";
+import { envelope, freshRateWindow, http, newIp, newOperator, newTenant, uniqueEmail, PASSWORD } from "../support/api.js";
 
 describe("rate limits", () => {
   it("a tenant over its per-minute limit gets 429 with an integer Retry-After; other tenants are unaffected", async () => {
     const limited = await newTenant({ rate_limit_per_minute: 5 });
     const other = await newTenant({ rate_limit_per_minute: 5 });
     const token = await limited.server();
+    await freshRateWindow();
     const answers = [];
     for (let i = 0; i < 8; i++) answers.push(await http("GET", "/v1/users/x", { token }));
     const statuses = answers.map((a) => a.status);
@@ -30,6 +31,7 @@ describe("rate limits", () => {
   it("login is limited per client address and per email, with Retry-After", async () => {
     // Per email: 10 attempts a minute whatever the address.
     const email = uniqueEmail("victim");
+    await freshRateWindow();
     const statuses = [];
     for (let i = 0; i < 11; i++) {
       statuses.push((await http("POST", "/operator/login", { body: { email, password: "wrong" }, ip: newIp() })).status);
@@ -40,6 +42,7 @@ describe("rate limits", () => {
     expect(limited.headers.get("retry-after")).toMatch(/^\d+$/);
 
     // Per address: 10 attempts a minute whatever the email.
+    await freshRateWindow();
     const ip = newIp();
     for (let i = 0; i < 10; i++) {
       expect((await http("POST", "/operator/login", { body: { email: uniqueEmail(), password: "x" }, ip })).status).toBe(401);
@@ -53,6 +56,7 @@ describe("rate limits", () => {
     const t = await newTenant();
     const invited = await newOperator(t.id, "member", { accept: false });
     const ip = newIp();
+    await freshRateWindow();
     for (let i = 0; i < 10; i++) {
       expect((await http("POST", "/operator/invite/accept", { body: { token: `nope-${i}`, password: PASSWORD }, ip })).status).toBe(401);
     }

@@ -151,3 +151,13 @@ export async function newOperator(
   if (accepted.status !== 200) throw new Error(`accept invite: ${accepted.status} ${JSON.stringify(accepted.body)}`);
   return { id: created.body.teammate.id, email, token: accepted.body.token, inviteToken };
 }
+
+/**
+ * Rate limits count in fixed one-minute windows aligned to the clock: a test that fills a window
+ * starts early in one (waiting for the next when fewer than `seconds` are left), so that its
+ * attempts do not straddle a window change and start again from zero halfway through.
+ */
+export async function freshRateWindow(seconds = 20): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 100));
+}

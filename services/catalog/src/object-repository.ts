@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, type Collection, type Db } from "mongodb";
-import { createLocks, isDuplicateKey } from "@feeds/kit";
+import { createLocks, createReadCache, isDuplicateKey, type RedisConn } from "@feeds/kit";
 
 export interface ObjectDoc {
   _id: string; // `${tenant_id}/${type}/${id}`
@@ -64,7 +64,7 @@ export function createObjectRepository(db: Db) {
 
     /** One query for any number of refs; missing ones are simply absent. */
     getMany: (tenantId: string, refs: ObjectKey[]) =>
-      objects.find({ _id: { $in: refs.map((r) => key(tenantId, r.type, r.id)) } }).toArray(),
+      objects.find({ tenant_id: tenantId, _id: { $in: refs.map((r) => key(tenantId, r.type, r.id)) } }).toArray(),
 
     /** Create or replace; answers the stored document and whether it was created. */
     async put(tenantId: string, o: ObjectInput): Promise<{ doc: ObjectDoc; created: boolean }> {
@@ -139,3 +139,54 @@ export function createObjectRepository(db: Db) {
 }
 
 export type ObjectRepository = ReturnType<typeof createObjectRepository>;
+
+/** How long an object stays in the read cache (a crashed writer's stale entry at most this). */
+export const OBJECT_CACHE_TTL_SECONDS = 300;
+
+const refOf = (o: ObjectKey) => `${o.type}:${o.id}`;
+const objectCodec = {
+  encode: (d: ObjectDoc) => ({ ...d, updated_at: d.updated_at.getTime() }),
+  decode: (v: unknown): ObjectDoc => {
+    const o = v as ObjectDoc & { updated_at: number };
+    return { ...o, updated_at: new Date(o.updated_at) };
+  },
+};
+
+/**
+ * The repository with `getMany` (the objects sidecar of every feed read) served from a Redis
+ * read cache; every write of an object invalidates its entry before answering.
+ */
+export function withObjectCache(repo: ObjectRepository, redis: RedisConn): ObjectRepository {
+  const cache = createReadCache(redis, "object", objectCodec, { ttlSeconds: OBJECT_CACHE_TTL_SECONDS });
+  return {
+    ...repo,
+    async getMany(tenantId, refs) {
+      const byRef = new Map(refs.map((r) => [refOf(r), r]));
+      const found = await cache.read(tenantId, [...byRef.keys()], async (missing) => {
+        const docs = await repo.getMany(tenantId, missing.map((m) => byRef.get(m) as ObjectKey));
+        return new Map(docs.map((d) => [refOf(d), d]));
+      });
+      return [...found.values()];
+    },
+    async put(tenantId, o) {
+      const res = await repo.put(tenantId, o);
+      await cache.invalidate(tenantId, [refOf(o)]);
+      return res;
+    },
+    async putMany(tenantId, items) {
+      const res = await repo.putMany(tenantId, items);
+      await cache.invalidate(tenantId, items.map(refOf));
+      return res;
+    },
+    async replaceCustom(tenantId, prev, customJson) {
+      const res = await repo.replaceCustom(tenantId, prev, customJson);
+      await cache.invalidate(tenantId, [refOf(prev)]);
+      return res;
+    },
+    async delete(tenantId, type, id) {
+      const res = await repo.delete(tenantId, type, id);
+      await cache.invalidate(tenantId, [refOf({ type, id })]);
+      return res;
+    },
+  };
+}

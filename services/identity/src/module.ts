@@ -1,7 +1,7 @@
 import type { Db } from "mongodb";
 import type { Logger, RedisConn, ServiceModule } from "@feeds/kit";
 import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
-import { createUserRepository } from "./user-repository.js";
+import { createUserRepository, withUserCache } from "./user-repository.js";
 import { createOperatorRepository } from "./operator-repository.js";
 import { createUserService } from "./user-routes.js";
 import { createOperatorService } from "./operator-routes.js";
@@ -19,9 +19,10 @@ export async function createIdentityModule(deps: {
   sessionTtlSeconds: number;
   log: Logger;
 }): Promise<ServiceModule> {
-  const users = createUserRepository(deps.db);
+  const stored = createUserRepository(deps.db);
   const operators = createOperatorRepository(deps.db);
-  await Promise.all([users.ensureIndexes(), operators.ensureIndexes()]);
+  await Promise.all([stored.ensureIndexes(), operators.ensureIndexes()]);
+  const users = withUserCache(stored, deps.redis);
   const userImpl = createUserService({
     users,
     signalRevocation: async (tenantId, userId, ms) => {

@@ -1,4 +1,5 @@
 import type { Collection, Db } from "mongodb";
+import { createReadCache, type RedisConn } from "@feeds/kit";
 
 export interface UserDoc {
   _id: string; // `${tenant_id}/${id}`
@@ -22,7 +23,7 @@ export function createUserRepository(db: Db) {
     },
     get: (tenantId: string, id: string) => users.findOne({ _id: key(tenantId, id) }),
     getMany: (tenantId: string, ids: string[]) =>
-      users.find({ _id: { $in: ids.map((id) => key(tenantId, id)) } }).toArray(),
+      users.find({ tenant_id: tenantId, _id: { $in: ids.map((id) => key(tenantId, id)) } }).toArray(),
     /** Upsert; answers the stored document and whether it was created. */
     async upsert(tenantId: string, id: string, customJson: string): Promise<{ doc: UserDoc; created: boolean }> {
       const now = new Date();
@@ -65,3 +66,39 @@ export function createUserRepository(db: Db) {
 }
 
 export type UserRepository = ReturnType<typeof createUserRepository>;
+
+/** How long an actor user stays in the read cache (a crashed writer's stale entry at most this). */
+export const USER_CACHE_TTL_SECONDS = 300;
+
+const userCodec = {
+  encode: (d: UserDoc) => ({ ...d, created_at: d.created_at.getTime(), updated_at: d.updated_at.getTime(), revoked_before: d.revoked_before.getTime() }),
+  decode: (v: unknown): UserDoc => {
+    const o = v as UserDoc & { created_at: number; updated_at: number; revoked_before: number };
+    return { ...o, created_at: new Date(o.created_at), updated_at: new Date(o.updated_at), revoked_before: new Date(o.revoked_before) };
+  },
+};
+
+/**
+ * The repository with `getMany` (actor_user enrichment of every feed read) served from a Redis
+ * read cache; every write of a user invalidates its entry before answering.
+ */
+export function withUserCache(repo: UserRepository, redis: RedisConn): UserRepository {
+  const cache = createReadCache(redis, "user", userCodec, { ttlSeconds: USER_CACHE_TTL_SECONDS });
+  return {
+    ...repo,
+    async getMany(tenantId, ids) {
+      const found = await cache.read(tenantId, ids, async (missing) => new Map((await repo.getMany(tenantId, missing)).map((d) => [d.id, d])));
+      return [...found.values()];
+    },
+    async upsert(tenantId, id, customJson) {
+      const res = await repo.upsert(tenantId, id, customJson);
+      await cache.invalidate(tenantId, [id]);
+      return res;
+    },
+    async revoke(tenantId, id, at) {
+      const res = await repo.revoke(tenantId, id, at);
+      await cache.invalidate(tenantId, [id]);
+      return res;
+    },
+  };
+}

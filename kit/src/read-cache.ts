@@ -1,0 +1,116 @@
+import type { RedisConn } from "./redis.js";
+
+// A read-through cache of records by id in Redis, for the hot path of feed reads (actor users,
+// objects). MongoDB stays the source of truth and no answer depends on the cache:
+// - a reader remembers each key's generation before it reads MongoDB, and stores what it read
+//   only while the generation is unchanged (one Lua call), so a write that lands between the
+//   reader's database read and its fill keeps the old value out;
+// - a writer, after its database write, bumps the generation and deletes the value;
+// - Redis failing on a read falls back to MongoDB; failing on a fill is ignored.
+// What is left: a writer that dies between its database write and the bump leaves the old value
+// for at most the TTL.
+
+const FILL = `
+local ttl = tonumber(ARGV[1])
+local n = #KEYS / 2
+for i = 1, n do
+  local seen = ARGV[1 + i]
+  local gen = redis.call('GET', KEYS[n + i]) or ''
+  if gen == seen then
+    redis.call('SET', KEYS[i], ARGV[1 + n + i], 'EX', ttl, 'NX')
+  end
+end
+return 1
+`;
+
+export interface ReadCache<T> {
+  /**
+   * The records of `ids` (absent ones missing from the map): cached ones from Redis, the rest
+   * from `load`, which then fills the cache. Ids that `load` does not answer are cached as absent.
+   */
+  read(tenantId: string, ids: string[], load: (ids: string[]) => Promise<Map<string, T>>): Promise<Map<string, T>>;
+  /** After a write of these ids: readers see the database again. Throws when Redis fails. */
+  invalidate(tenantId: string, ids: string[]): Promise<void>;
+}
+
+type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
+
+export function createReadCache<T>(
+  conn: RedisConn,
+  name: string,
+  codec: { encode(v: T): unknown; decode(v: unknown): T },
+  opts: { ttlSeconds: number },
+): ReadCache<T> {
+  const { redis } = conn;
+  const command = `feedsCacheFill`;
+  if (!(command in redis)) redis.defineCommand(command, { lua: FILL });
+  const fill = (redis as unknown as Record<string, Script>)[command]!.bind(redis);
+  const valueKey = (t: string, id: string) => conn.key("rc", name, t, id);
+  const genKey = (t: string, id: string) => conn.key("rcg", name, t, id);
+  // Generations outlive any read by far; a generation that expires reads as a change.
+  const GEN_TTL_SECONDS = 86_400;
+
+  return {
+    async read(tenantId, ids, load) {
+      const unique = [...new Set(ids)];
+      if (unique.length === 0) return new Map();
+      let cached: (string | null)[];
+      let gens: (string | null)[];
+      try {
+        const res = await redis
+          .pipeline()
+          .mget(...unique.map((id) => valueKey(tenantId, id)))
+          .mget(...unique.map((id) => genKey(tenantId, id)))
+          .exec();
+        if (!res) throw new Error("no answer");
+        const [[e1, v1], [e2, v2]] = res as [[Error | null, (string | null)[]], [Error | null, (string | null)[]]];
+        const failed = e1 ?? e2;
+        if (failed) throw failed;
+        cached = v1;
+        gens = v2;
+      } catch {
+        return load(unique);
+      }
+      const out = new Map<string, T>();
+      const missing: number[] = [];
+      unique.forEach((id, i) => {
+        const raw = cached[i];
+        if (raw === null || raw === undefined) {
+          missing.push(i);
+          return;
+        }
+        const entry = JSON.parse(raw) as { v?: unknown };
+        if ("v" in entry) out.set(id, codec.decode(entry.v));
+      });
+      if (missing.length === 0) return out;
+      const loaded = await load(missing.map((i) => unique[i] as string));
+      const keys: string[] = [];
+      const seen: string[] = [];
+      const values: string[] = [];
+      for (const i of missing) {
+        const id = unique[i] as string;
+        const v = loaded.get(id);
+        if (v !== undefined) out.set(id, v);
+        keys.push(valueKey(tenantId, id));
+        seen.push(gens[i] ?? "");
+        values.push(JSON.stringify(v === undefined ? {} : { v: codec.encode(v) }));
+      }
+      const genKeys = missing.map((i) => genKey(tenantId, unique[i] as string));
+      await fill(keys.length * 2, ...keys, ...genKeys, String(opts.ttlSeconds), ...seen, ...values).catch(() => undefined);
+      return out;
+    },
+
+    async invalidate(tenantId, ids) {
+      const unique = [...new Set(ids)];
+      if (unique.length === 0) return;
+      const p = redis.pipeline();
+      for (const id of unique) {
+        p.incr(genKey(tenantId, id)).expire(genKey(tenantId, id), GEN_TTL_SECONDS);
+      }
+      p.del(...unique.map((id) => valueKey(tenantId, id)));
+      const res = await p.exec();
+      const failed = res?.find(([e]) => e);
+      if (!res || failed) throw failed?.[0] ?? new Error("cache invalidation got no answer");
+    },
+  };
+}

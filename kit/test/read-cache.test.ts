@@ -1,0 +1,94 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectRedis, createReadCache, type RedisConn } from "../src/index.js";
+
+// The read cache against the real Redis (FEEDS_TEST_REDIS_URL, default the local one), in a
+// namespace of its own that is deleted afterwards.
+
+const url = process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+const namespace = `kit_rc_${randomBytes(4).toString("hex")}`;
+const codec = { encode: (v: string) => v, decode: (v: unknown) => v as string };
+
+describe("read cache", () => {
+  let conn: RedisConn;
+  beforeAll(async () => {
+    conn = await connectRedis({ REDIS_URL: url, FEEDS_NAMESPACE: namespace });
+  });
+  afterAll(async () => {
+    const keys = await conn.redis.keys(`${namespace}:*`);
+    if (keys.length) await conn.redis.del(...keys);
+    await conn.close();
+  });
+
+  /** A store whose loads are counted, and can be paused between reading and answering. */
+  function store(initial: Record<string, string>) {
+    const data = new Map(Object.entries(initial));
+    const loads: string[][] = [];
+    let gate: Promise<void> | undefined;
+    return {
+      data,
+      loads,
+      pause() {
+        let release = () => undefined as void;
+        gate = new Promise<void>((r) => (release = r));
+        return () => {
+          gate = undefined;
+          release();
+        };
+      },
+      load: async (ids: string[]) => {
+        loads.push(ids);
+        const snapshot = new Map(ids.flatMap((id) => (data.has(id) ? [[id, data.get(id) as string] as const] : [])));
+        if (gate) await gate;
+        return snapshot;
+      },
+    };
+  }
+
+  it("loads misses once, then answers from Redis; absent ids are cached as absent", async () => {
+    const cache = createReadCache(conn, "t1", codec, { ttlSeconds: 60 });
+    const s = store({ a: "A", b: "B" });
+    expect(await cache.read("ten", ["a", "b", "x", "a"], s.load)).toEqual(new Map([["a", "A"], ["b", "B"]]));
+    expect(await cache.read("ten", ["a", "b", "x"], s.load)).toEqual(new Map([["a", "A"], ["b", "B"]]));
+    expect(s.loads).toEqual([["a", "b", "x"]]);
+    // Tenants never share entries.
+    expect(await cache.read("other", ["a"], s.load)).toEqual(new Map([["a", "A"]]));
+    expect(s.loads).toHaveLength(2);
+  });
+
+  it("a write's invalidation shows the new value on the next read", async () => {
+    const cache = createReadCache(conn, "t2", codec, { ttlSeconds: 60 });
+    const s = store({ a: "A1" });
+    await cache.read("ten", ["a"], s.load);
+    s.data.set("a", "A2");
+    await cache.invalidate("ten", ["a"]);
+    expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map([["a", "A2"]]));
+    s.data.delete("a");
+    await cache.invalidate("ten", ["a"]);
+    expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map());
+  });
+
+  it("a reader that read the store before a write does not cache what it read", async () => {
+    const cache = createReadCache(conn, "t3", codec, { ttlSeconds: 60 });
+    const s = store({ a: "old" });
+    const release = s.pause();
+    const slowRead = cache.read("ten", ["a"], s.load); // reads "old", then waits
+    await new Promise((r) => setTimeout(r, 20));
+    s.data.set("a", "new");
+    await cache.invalidate("ten", ["a"]);
+    release();
+    expect(await slowRead).toEqual(new Map([["a", "old"]]));
+    // The slow reader's fill was refused: the next read goes to the store and sees the write.
+    expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map([["a", "new"]]));
+    expect(s.loads).toHaveLength(2);
+  });
+
+  it("falls back to the store when Redis does not answer", async () => {
+    const broken = await connectRedis({ REDIS_URL: url, FEEDS_NAMESPACE: namespace });
+    const cache = createReadCache(broken, "t4", codec, { ttlSeconds: 60 });
+    broken.redis.disconnect();
+    const s = store({ a: "A" });
+    expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map([["a", "A"]]));
+    await expect(cache.invalidate("ten", ["a"])).rejects.toThrow();
+  });
+});

@@ -5,6 +5,7 @@ import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
 import type { Heads } from "./heads.js";
+import type { ActivityCache } from "./activity-cache.js";
 
 // Fan-out on write, in chunks: an activity task streams the origin feed's followers in one pass
 // and publishes one chunk task per batch of followers; chunk tasks write the feed entries. Several
@@ -21,6 +22,8 @@ interface ActivityTask {
   kind: "activity";
   t: string;
   a: string;
+  /** 1 when the publisher had written the origin entry already (the write path); the relay does not know. */
+  o?: 1;
 }
 interface ChunkTask {
   kind: "chunk";
@@ -38,6 +41,8 @@ export interface FanoutDeps {
   entries: EntryRepository;
   signals: Signals;
   heads: Heads;
+  /** The write path's activity cache: the activity task reads its activity there first. */
+  cache: ActivityCache;
   peers: () => Clients;
   log: Logger;
 }
@@ -50,23 +55,36 @@ export function createFanout(deps: FanoutDeps) {
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  /** Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark. */
-  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<void> {
-    await nats.js.publish(subject, encode({ kind: "activity", t: doc.tenant_id, a: doc._id }), { msgID: `a:${doc._id}` });
+  /**
+   * Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark.
+   * `originWritten`: the caller stored the origin entry already.
+   */
+  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten = false): Promise<void> {
+    const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
+    await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
     await activities.markPublished(doc._id);
+  }
+
+  /** The activity, from the cache the write path filled, else from MongoDB. */
+  async function activityOf(tenantId: string, id: string): Promise<ActivityDoc | null> {
+    const cached = await deps.cache.getMany(tenantId, [id]).catch(() => new Map<string, ActivityDoc>());
+    return cached.get(id) ?? (await activities.get(tenantId, id));
   }
 
   const system = (tenantId: string) => scope({ tenantId, caller: { kind: "system" } });
 
   async function runActivity(task: ActivityTask, progress: () => void): Promise<void> {
-    const doc = await activities.get(task.t, task.a);
+    // A deletion the cache has not seen yet is caught by the chunk's check against MongoDB.
+    const doc = await activityOf(task.t, task.a);
     if (!doc || doc.deleted_at) return;
     const origin = doc.origin_feed;
     // The write path stored the origin entry already; only a write that died before it lands here.
-    const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-    if (inserted && !doc.batch) {
-      await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
-      await signals.bump(task.t, [origin]);
+    if (!task.o) {
+      const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
+      if (inserted && !doc.batch) {
+        await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
+        await signals.bump(task.t, [origin]);
+      }
     }
     const [group, id] = splitFeed(origin);
     // One pass over the followers. A chunk's message id is derived from its content, so a task
@@ -76,15 +94,29 @@ export function createFanout(deps: FanoutDeps) {
       { feed: { group, id }, batchSize: CHUNK_SIZE },
       { ...system(task.t), timeoutMs: FOLLOWER_STREAM_TIMEOUT_MS },
     );
-    for await (const { feeds } of followers) {
-      if (!feeds.length) continue;
+    // A follower set of one chunk is written here; a larger one is shared out as chunk tasks.
+    let first: string[] | undefined;
+    const publishChunk = async (feeds: string[]) => {
       await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${digest(feeds)}` });
       progress();
+    };
+    for await (const { feeds } of followers) {
+      if (!feeds.length) continue;
+      if (first === undefined) {
+        first = feeds;
+        continue;
+      }
+      if (first.length) {
+        await publishChunk(first);
+        first = [];
+      }
+      await publishChunk(feeds);
     }
+    if (first?.length) await runChunk({ kind: "chunk", t: task.t, a: task.a, feeds: first }, doc);
   }
 
-  async function runChunk(task: ChunkTask): Promise<void> {
-    const doc = await activities.get(task.t, task.a);
+  async function runChunk(task: ChunkTask, known?: ActivityDoc): Promise<void> {
+    const doc = known ?? (await activities.get(task.t, task.a));
     if (!doc || doc.deleted_at) return;
     await entries.upsertMany(
       task.t,
@@ -173,6 +205,7 @@ export function createFanout(deps: FanoutDeps) {
     const tick = async () => {
       try {
         const stale = await activities.unpublished(new Date(Date.now() - 2000), 100);
+        // Whether the origin entry was written is unknown here: the worker writes it if missing.
         for (const doc of stale) await publish(doc);
       } catch (err) {
         log.debug({ err: String(err) }, "outbox relay pass failed");

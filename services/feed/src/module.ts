@@ -27,7 +27,7 @@ export async function createFeedModule(deps: {
   const signals = createSignals(deps.redis);
   const heads = createHeads(deps.redis);
   const cache = createActivityCache(deps.redis);
-  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, peers: deps.peers, log: deps.log });
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, log: deps.log });
   const locks = createLocks(deps.db, "activity_locks");
   const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, peers: deps.peers, log: deps.log });
   const promoted = await createPromotedModule({ db: deps.db, log: deps.log });

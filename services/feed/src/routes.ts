@@ -180,7 +180,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       }
       await cache.putMany([doc]);
       try {
-        await fanout.publish(doc);
+        await fanout.publish(doc, true);
       } catch (err) {
         // Stored with its outbox mark: the relay publishes it once NATS answers again.
         log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");

@@ -278,7 +278,7 @@ if (want(6) || want(7) || want(8)) {
           bench: b,
           other,
           figure:
-            `cold page 1, head+cache keys deleted every ${r.load.flushEveryMs} ms (≥ ${(r.flush.headMissLowerBound * 100).toFixed(0)}% head misses; ` +
+            `cold page 1, head, activity and user/object cache keys deleted every ${r.load.flushEveryMs} ms (≥ ${(r.flush.headMissLowerBound * 100).toFixed(0)}% head misses; ` +
             `${ms(r.cold)}${cpuOf(r.cold)}${errs(r.cold)})`,
           value: r.cold.rps,
           unit: "req/s",

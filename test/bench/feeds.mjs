@@ -218,26 +218,32 @@ const machineNote = (m) =>
       (m.otherTop.length ? ` (${m.otherTop.map((x) => `${x.comm}[${x.pid}] ${(x.cores * 100).toFixed(0)}%`).join(", ")})` : "")
     : "no machine figures";
 
-// Deletes a feed head (sorted set and its partial/complete flags) and the cached activities of
-// its first page, atomically; answers whether the head existed (a request rebuilt it since the
-// previous flush) and how many activity keys existed (refilled by requests that missed them).
+// Deletes a feed head (sorted set and its partial/complete flags), the cached activities of its
+// first page (the next ARGV[1] keys) and the read-cache entries of their actor users and objects
+// (the rest), atomically; answers whether the head existed (a request rebuilt it since the
+// previous flush) and how many activity and read-cache keys existed (refilled by requests that
+// missed them).
 const FLUSH = `
 local h = redis.call('EXISTS', KEYS[1])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+local n = tonumber(ARGV[1])
 local a = 0
-if #KEYS > 3 then a = redis.call('DEL', unpack(KEYS, 4)) end
-return {h, a}
+local r = 0
+if n > 0 then a = redis.call('DEL', unpack(KEYS, 4, 3 + n)) end
+if #KEYS > 3 + n then r = redis.call('DEL', unpack(KEYS, 4 + n)) end
+return {h, a, r}
 `;
 
-function startFlusher(redis, keys, everyMs) {
-  const stats = { flushes: 0, headRebuilt: 0, actRefilled: 0 };
+function startFlusher(redis, { keys, activityKeys }, everyMs) {
+  const stats = { flushes: 0, headRebuilt: 0, actRefilled: 0, readCacheRefilled: 0 };
   let stop = false;
   const loop = (async () => {
     while (!stop) {
-      const [h, a] = await redis.eval(FLUSH, keys.length, ...keys);
+      const [h, a, r] = await redis.eval(FLUSH, keys.length, ...keys, String(activityKeys));
       stats.flushes++;
       stats.headRebuilt += h;
       stats.actRefilled += a;
+      stats.readCacheRefilled += r;
       await sleep(everyMs);
     }
   })();
@@ -302,15 +308,24 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
     if (ids(b1) !== ids(p1) || ids(b2) !== ids(p2)) throw new Error("the bare route and the full path answer different pages");
     if (b1.results.some((a) => !a.actor_user || !b1.objects[a.refs[0]])) throw new Error("bare page 1: an activity without actor_user or its object");
 
-    // Cold: the head keys of timeline:reader and the cached activities of page 1.
+    // Cold: the head keys of timeline:reader, the cached activities of page 1, and the read-cache
+    // entries of its actor users and objects.
     const key = (...p) => [c.namespace, ...p].join(":");
+    const readCacheKeys = [
+      ...new Set(p1.results.map((a) => key("rc", "user", c.tenant.id, a.actor.slice("user:".length)))),
+      ...new Set(p1.results.flatMap((a) => a.refs.map((r) => key("rc", "object", c.tenant.id, r)))),
+    ];
     const flushKeys = [
       key("head", c.tenant.id, "timeline:reader"),
       key("headp", c.tenant.id, "timeline:reader"),
       key("headc", c.tenant.id, "timeline:reader"),
       ...p1.results.map((a) => key("act", c.tenant.id, a.id)),
+      ...readCacheKeys,
     ];
+    const flushSet = { keys: flushKeys, activityKeys: p1.results.length };
     if (!(await c.redis.exists(flushKeys[0]))) throw new Error(`no head at ${flushKeys[0]} after a first-page read`);
+    const cachedNow = await c.redis.exists(...readCacheKeys);
+    if (cachedNow !== readCacheKeys.length) throw new Error(`${cachedNow} of ${readCacheKeys.length} read-cache keys after a first-page read (key names changed?)`);
 
     const full1 = `${c.url}${path}`;
     const targets = [
@@ -324,7 +339,7 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
       `  load: ${targets.map((t) => t.name).join(", ")}; ${connections} connections, ${warmupS} s warm-up each, ` +
         `${rounds} × ${roundS} s rounds each, taking turns; cold rounds delete ${flushKeys.length} keys every ${flushEveryMs} ms`,
     );
-    const flush = { flushes: 0, headRebuilt: 0, actRefilled: 0 };
+    const flush = { flushes: 0, headRebuilt: 0, actRefilled: 0, readCacheRefilled: 0 };
     let flusher = null;
     const profiling = Boolean(cpuProfDir && c.gatewayPid);
     let profStarted = false;
@@ -334,7 +349,7 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
           profStarted = true;
           process.kill(c.gatewayPid, "SIGUSR2");
         }
-        if (m.target === "cold") flusher = startFlusher(c.redis, flushKeys, flushEveryMs);
+        if (m.target === "cold") flusher = startFlusher(c.redis, flushSet, flushEveryMs);
       },
       onRoundEnd: async (m) => {
         if (m.target !== "cold" || !flusher) return;
@@ -359,7 +374,7 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
     flush.actMissLowerBound = flush.actRefilled / LIMIT / cold.sent;
     log(
       `  cold rounds: ${flush.flushes} flushes; the head had been rebuilt before ${flush.headRebuilt} of them, ` +
-        `${flush.actRefilled} activity keys refilled; ${cold.sent} requests sent (${cold.ok} answered within the rounds): at least ${(flush.headMissLowerBound * 100).toFixed(0)}% missed the head, ` +
+        `${flush.actRefilled} activity keys and ${flush.readCacheRefilled} user/object read-cache keys refilled; ${cold.sent} requests sent (${cold.ok} answered within the rounds): at least ${(flush.headMissLowerBound * 100).toFixed(0)}% missed the head, ` +
         `at least ${(flush.actMissLowerBound * 100).toFixed(0)}% (in page equivalents) missed the activity cache`,
     );
     return {

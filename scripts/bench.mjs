@@ -7,7 +7,7 @@
 //                        6 feed reads, 7 fan-out, 8 add-activity throughput)
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
-//                        (bench 1, and bench 6 over its measured rounds)
+//                        (bench 1, and benches 6 and 8 over their measured rounds)
 //        --rounds=N      measured rounds of bench 1 and 2 per case (default 4; bench 1 rounds are 2.5 s)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -361,7 +361,9 @@ if (want(6) || want(7) || want(8)) {
       await before("8");
       try {
         log("bench 8: add-activity throughput, 100 followers per author, then the fan-out drain");
-        const r = await feeds.runWrites({ infra, log });
+        const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
+        if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
+        const r = await feeds.runWrites({ infra, log, cpuProfDir });
         raw.writes = r;
         const other = r.machine?.otherCores;
         const b = "8 add activity";

@@ -59,10 +59,15 @@ function infraSeconds() {
  * and drops the namespace. The system's processes join lib's `started` set, so that an
  * interrupted `npm run bench` stops them too.
  */
-async function withSystem(infra, log, label, fn) {
+async function withSystem(infra, log, label, fn, { cpuProfDir } = {}) {
   const { newNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
-  const env = systemEnv(infra, namespace);
+  // With a profile directory the gateway preloads the profiler that SIGUSR2 starts and stops.
+  const env = systemEnv(
+    infra,
+    namespace,
+    cpuProfDir ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {},
+  );
   const helpers = [];
   let system;
   let mongo;
@@ -392,7 +397,7 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
         page2: r.targets.page2.rps / r.targets.floor2.rps,
       },
     };
-  });
+  }, { cpuProfDir });
 }
 
 /** Inserts `n` entry-shaped documents into a fresh scratch collection (feed_entries' indexes). */
@@ -527,7 +532,7 @@ export async function runFanout({ infra, log, followers = 10_000 }) {
 }
 
 /** Bench 8: add-activity throughput with fan-out to 100 followers per author, then the drain. */
-export async function runWrites({ infra, log, authors = 10, followersEach = 100, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10 }) {
+export async function runWrites({ infra, log, authors = 10, followersEach = 100, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 8", async (c) => {
     const { token } = c.tenant;
     const t0 = Date.now();
@@ -572,10 +577,16 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     let polls = 0;
     const r = await load(targets, { connections, warmupS, roundS: seconds, rounds: 1, sequential: true, pauseMs: 0 }, {
       onRound: async (m) => {
-        if (m.target === "full") fullStart ??= performance.now();
+        if (m.target !== "full") return;
+        fullStart ??= performance.now();
+        if (cpuProfDir && c.gatewayPid) process.kill(c.gatewayPid, "SIGUSR2");
       },
       onRoundEnd: async (m) => {
         if (m.target !== "full") return;
+        if (cpuProfDir && c.gatewayPid) {
+          process.kill(c.gatewayPid, "SIGUSR2");
+          log(`  CPU profile of the gateway over the measured round: ${join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`)}`);
+        }
         // Queue depth and activities only: counting the entries (tens of thousands) would cost
         // FerretDB seconds of CPU in the middle of the drain being measured.
         const at = performance.now();
@@ -625,5 +636,5 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       polls,
       ratio: r.targets.full.rps / r.targets.bare.rps,
     };
-  });
+  }, { cpuProfDir });
 }

@@ -95,24 +95,24 @@ export function createFanout(deps: FanoutDeps) {
       { ...system(task.t), timeoutMs: FOLLOWER_STREAM_TIMEOUT_MS },
     );
     // A follower set of one chunk is written here; a larger one is shared out as chunk tasks.
-    let first: string[] | undefined;
+    // Each batch is held until the next arrives, so the last one knows whether it was alone.
     const publishChunk = async (feeds: string[]) => {
       await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${digest(feeds)}` });
       progress();
     };
+    let held: string[] | undefined;
+    let shared = false;
     for await (const { feeds } of followers) {
       if (!feeds.length) continue;
-      if (first === undefined) {
-        first = feeds;
-        continue;
+      if (held) {
+        await publishChunk(held);
+        shared = true;
       }
-      if (first.length) {
-        await publishChunk(first);
-        first = [];
-      }
-      await publishChunk(feeds);
+      held = feeds;
     }
-    if (first?.length) await runChunk({ kind: "chunk", t: task.t, a: task.a, feeds: first }, doc);
+    if (!held) return;
+    if (shared) await publishChunk(held);
+    else await runChunk({ kind: "chunk", t: task.t, a: task.a, feeds: held }, doc);
   }
 
   async function runChunk(task: ChunkTask, known?: ActivityDoc): Promise<void> {

@@ -35,6 +35,25 @@ export interface ReadCache<T> {
 
 type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
+/** Generations outlive any read by far; a generation that expires reads as a change. */
+const GEN_TTL_SECONDS = 86_400;
+
+/** The codec of a record whose `fields` are Dates: cached as epoch milliseconds. */
+export function dateFieldsCodec<T extends object>(...fields: (keyof T & string)[]) {
+  return {
+    encode(v: T): unknown {
+      const o: Record<string, unknown> = { ...(v as Record<string, unknown>) };
+      for (const f of fields) o[f] = (v[f] as Date).getTime();
+      return o;
+    },
+    decode(raw: unknown): T {
+      const o: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+      for (const f of fields) o[f] = new Date(o[f] as number);
+      return o as T;
+    },
+  };
+}
+
 export function createReadCache<T>(
   conn: RedisConn,
   name: string,
@@ -42,13 +61,11 @@ export function createReadCache<T>(
   opts: { ttlSeconds: number },
 ): ReadCache<T> {
   const { redis } = conn;
-  const command = `feedsCacheFill`;
+  const command = "feedsCacheFill";
   if (!(command in redis)) redis.defineCommand(command, { lua: FILL });
   const fill = (redis as unknown as Record<string, Script>)[command]!.bind(redis);
   const valueKey = (t: string, id: string) => conn.key("rc", name, t, id);
   const genKey = (t: string, id: string) => conn.key("rcg", name, t, id);
-  // Generations outlive any read by far; a generation that expires reads as a change.
-  const GEN_TTL_SECONDS = 86_400;
 
   return {
     async read(tenantId, ids, load) {

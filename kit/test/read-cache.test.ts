@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, createReadCache, type RedisConn } from "../src/index.js";
+import { connectRedis, createReadCache, dateFieldsCodec, type RedisConn } from "../src/index.js";
 
 // The read cache against the real Redis (FEEDS_TEST_REDIS_URL, default the local one), in a
 // namespace of its own that is deleted afterwards.
@@ -90,5 +90,15 @@ describe("read cache", () => {
     const s = store({ a: "A" });
     expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map([["a", "A"]]));
     await expect(cache.invalidate("ten", ["a"])).rejects.toThrow();
+  });
+});
+
+describe("dateFieldsCodec", () => {
+  it("stores the named Date fields as epoch ms and revives them; other fields pass through", () => {
+    const codec = dateFieldsCodec<{ id: string; at: Date; n: number }>("at");
+    const v = { id: "a", at: new Date("2024-01-02T03:04:05.678Z"), n: 1 };
+    const stored = JSON.parse(JSON.stringify(codec.encode(v))) as unknown;
+    expect(stored).toEqual({ id: "a", at: 1704164645678, n: 1 });
+    expect(codec.decode(stored)).toEqual(v);
   });
 });

@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, type Collection, type Db } from "mongodb";
-import { createLocks, createReadCache, isDuplicateKey, type RedisConn } from "@feeds/kit";
+import { createLocks, createReadCache, dateFieldsCodec, isDuplicateKey, type RedisConn } from "@feeds/kit";
 
 export interface ObjectDoc {
   _id: string; // `${tenant_id}/${type}/${id}`
@@ -144,13 +144,7 @@ export type ObjectRepository = ReturnType<typeof createObjectRepository>;
 export const OBJECT_CACHE_TTL_SECONDS = 300;
 
 const refOf = (o: ObjectKey) => `${o.type}:${o.id}`;
-const objectCodec = {
-  encode: (d: ObjectDoc) => ({ ...d, updated_at: d.updated_at.getTime() }),
-  decode: (v: unknown): ObjectDoc => {
-    const o = v as ObjectDoc & { updated_at: number };
-    return { ...o, updated_at: new Date(o.updated_at) };
-  },
-};
+const objectCodec = dateFieldsCodec<ObjectDoc>("updated_at");
 
 /**
  * The repository with `getMany` (the objects sidecar of every feed read) served from a Redis

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { createReadCache, type RedisConn } from "@feeds/kit";
+import { createReadCache, dateFieldsCodec, type RedisConn } from "@feeds/kit";
 
 export interface UserDoc {
   _id: string; // `${tenant_id}/${id}`
@@ -70,13 +70,7 @@ export type UserRepository = ReturnType<typeof createUserRepository>;
 /** How long an actor user stays in the read cache (a crashed writer's stale entry at most this). */
 export const USER_CACHE_TTL_SECONDS = 300;
 
-const userCodec = {
-  encode: (d: UserDoc) => ({ ...d, created_at: d.created_at.getTime(), updated_at: d.updated_at.getTime(), revoked_before: d.revoked_before.getTime() }),
-  decode: (v: unknown): UserDoc => {
-    const o = v as UserDoc & { created_at: number; updated_at: number; revoked_before: number };
-    return { ...o, created_at: new Date(o.created_at), updated_at: new Date(o.updated_at), revoked_before: new Date(o.revoked_before) };
-  },
-};
+const userCodec = dateFieldsCodec<UserDoc>("created_at", "updated_at", "revoked_before");
 
 /**
  * The repository with `getMany` (actor_user enrichment of every feed read) served from a Redis

@@ -19,6 +19,9 @@ const arg = (name) => process.argv.find((a) => a === `--${name}` || a.startsWith
 const only = arg("only")?.split(",").map(Number);
 const want = (n) => !only || only.includes(n);
 const rounds = Number(arg("rounds") ?? 4);
+/** --cpu-prof: where the gateway's CPU profiles go (benches 1, 6 and 8). */
+const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
+if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
 
 const infra = await setup({ skipBuild: arg("skip-build") !== undefined });
 // Imported after setup(): they load the built workspace packages.
@@ -126,8 +129,6 @@ if (want(2)) {
 if (want(1) || want(3)) {
   await before("1");
   try {
-    const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
-    if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
     const r = await runHttp({ infra, log, rounds, cpuProfDir });
     raw.http = r;
     if (want(3)) {
@@ -256,8 +257,6 @@ if (want(6) || want(7) || want(8)) {
       await before("6");
       try {
         log("bench 6: feed reads (warm, cold, page 2) vs bare Fastify + the same MongoDB queries");
-        const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
-        if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
         const r = await feeds.runFeedReads({ infra, log, rounds, cpuProfDir });
         raw.feedReads = r;
         const other = r.machine?.otherCores;
@@ -361,8 +360,6 @@ if (want(6) || want(7) || want(8)) {
       await before("8");
       try {
         log("bench 8: add-activity throughput, 100 followers per author, then the fan-out drain");
-        const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
-        if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
         const r = await feeds.runWrites({ infra, log, cpuProfDir });
         raw.writes = r;
         const other = r.machine?.otherCores;

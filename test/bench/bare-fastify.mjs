@@ -3,16 +3,9 @@
 // options as @feeds/kit's connectMongo. No auth, no rate limit, no RPC. Own process.
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT. Prints {"ready":true,"url":...}.
 import Fastify from "fastify";
-import { MongoClient } from "mongodb";
-import { serveBare } from "./lib.mjs";
+import { bareMongo, serveBare } from "./lib.mjs";
 
-const client = new MongoClient(process.env.MONGO_URL, {
-  serverSelectionTimeoutMS: 2000,
-  connectTimeoutMS: 2000,
-  maxPoolSize: 50,
-  retryWrites: false,
-});
-await client.connect();
+const client = await bareMongo();
 const users = client.db(process.env.FEEDS_NAMESPACE).collection("users");
 const tenant = process.env.BENCH_TENANT;
 

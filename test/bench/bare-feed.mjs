@@ -14,16 +14,9 @@
 // Prints {"ready":true,"url":...}.
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
-import { MongoClient } from "mongodb";
-import { serveBare } from "./lib.mjs";
+import { bareMongo, serveBare } from "./lib.mjs";
 
-const client = new MongoClient(process.env.MONGO_URL, {
-  serverSelectionTimeoutMS: 2000,
-  connectTimeoutMS: 2000,
-  maxPoolSize: 50,
-  retryWrites: false,
-});
-await client.connect();
+const client = await bareMongo();
 const db = client.db(process.env.FEEDS_NAMESPACE);
 const tenant = process.env.BENCH_TENANT;
 const entries = db.collection("feed_entries");

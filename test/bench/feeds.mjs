@@ -4,7 +4,7 @@
 //   6  GET /v1/feeds/timeline/reader?limit=20 (user token) warm (Redis head + activity cache),
 //      cold (those keys deleted every 2 ms while the round runs) and page 2 (a `next` cursor: the
 //      entries always come from MongoDB), vs a bare Fastify route issuing the same MongoDB
-//      queries (bare-feed.mjs). Loaded from feeds-load.mjs (its own process), turn-taking rounds.
+//      queries (bare-feed.mjs). Loaded from load-worker.mjs (its own process), turn-taking rounds.
 //   7  one activity to 10,000 followers: seconds until the last follower feed has it, entries/s,
 //      vs insertMany of as many entry documents (500 a batch, unordered) into a scratch
 //      collection with feed_entries' indexes.
@@ -20,7 +20,7 @@ import { MongoClient } from "mongodb";
 import { Redis } from "ioredis";
 import { connect } from "nats";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, systemEnv, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
+import { api, benchDir, profilerEnv, systemEnv, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
 
 const range = (a, b) => (b === undefined ? [...Array(a).keys()] : [...Array(Math.max(0, b - a)).keys()].map((i) => a + i));
 
@@ -63,11 +63,7 @@ async function withSystem(infra, log, label, fn, { cpuProfDir } = {}) {
   const { newNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
   // With a profile directory the gateway preloads the profiler that SIGUSR2 starts and stops.
-  const env = systemEnv(
-    infra,
-    namespace,
-    cpuProfDir ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {},
-  );
+  const env = systemEnv(infra, namespace, profilerEnv(cpuProfDir));
   const helpers = [];
   let system;
   let mongo;
@@ -155,7 +151,7 @@ async function copyIndexes(db, from, to) {
 }
 
 /**
- * Loads `targets` from feeds-load.mjs; adds to each target the CPU its server process and the
+ * Loads `targets` from load-worker.mjs; adds to each target the CPU its server process and the
  * shared servers used over that target's own rounds, and to the whole the machine's CPU use.
  * @param {{name:string, url:string, pid:number, [k:string]:any}[]} targets
  */
@@ -186,9 +182,9 @@ async function load(targets, o, hooks = {}) {
       round = null;
     }
   };
-  const w = startNode(join(benchDir, "feeds-load.mjs"), {
+  const w = startNode(join(benchDir, "load-worker.mjs"), {
     args: [JSON.stringify({ ...o, targets: targets.map(({ pid: _pid, ...t }) => t) })],
-    name: "feeds-load",
+    name: "load-worker",
     onJson,
   });
   const r = await w.result;

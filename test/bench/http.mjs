@@ -1,7 +1,7 @@
 // Bench 1 (full path vs bare route) and bench 3 (idle RSS, one process and split).
 import { join } from "node:path";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, systemEnv, cpuMeter, dropNamespaceSafely, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
+import { api, benchDir, profilerEnv, systemEnv, cpuMeter, dropNamespaceSafely, MB, namespaceHelpers, rssOf, serverToken, sleep, startNode, treeOf } from "./lib.mjs";
 
 const USER_ID = "bench-user";
 
@@ -78,13 +78,7 @@ export async function runHttp(o) {
   const idleS = o.idleS ?? 5;
   const { newNamespace } = await namespaceHelpers();
   const namespace = newNamespace("bench");
-  const env = systemEnv(
-    infra,
-    namespace,
-    o.cpuProfDir
-      ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: o.cpuProfDir }
-      : {},
-  );
+  const env = systemEnv(infra, namespace, profilerEnv(o.cpuProfDir));
   const out = { namespace, load: opts };
   let system;
   let bare;

@@ -381,3 +381,20 @@ export async function serveBare(app, client) {
   process.once("SIGTERM", () => void stop());
   process.once("SIGINT", () => void stop());
 }
+
+/** The MongoDB client of a bare floor route, with the driver options of @feeds/kit's connectMongo. */
+export async function bareMongo() {
+  const { MongoClient } = await import("mongodb");
+  const client = new MongoClient(process.env.MONGO_URL, {
+    serverSelectionTimeoutMS: 2000,
+    connectTimeoutMS: 2000,
+    maxPoolSize: 50,
+    retryWrites: false,
+  });
+  await client.connect();
+  return client;
+}
+
+/** Environment that preloads the CPU profiler SIGUSR2 toggles (cpu-profile-preload.mjs); none without a directory. */
+export const profilerEnv = (cpuProfDir) =>
+  cpuProfDir ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {};

@@ -1,31 +1,45 @@
-// HTTP load generator, run as its own process so that it does not share an event loop with the
-// servers under test: autocannon, keep-alive connections, pipelining 1.
+// HTTP load generator of every bench that loads a server, run as its own process so that it does
+// not share an event loop with the servers under test: autocannon, keep-alive connections,
+// pipelining 1. It announces each round, so that a bench can act between rounds (flush caches
+// during a "cold" round, read CPU per target).
 //
-// argv[2]: JSON {targets: [{name, url, headers?}], connections, warmupS, roundS, rounds}.
-// Each target is warmed up, then the targets take turns for `rounds` rounds of `roundS` seconds
-// (A B A B ...), so that a machine shared with other work skews them alike. Prints
-// {"phase":"measure"} when the measured rounds begin and one JSON line of figures at the end.
+// argv[2]: JSON {targets: [{name, url, method?, headers?, body?, requests?, roundS?, prime?}],
+//   connections, warmupS, roundS, rounds, pauseMs?, sequential?}
+// Default: each target warmed up, then the targets take turns for `rounds` rounds (A B C A B C …),
+// so that a machine shared with other work skews them alike; {"phase":"measure"} marks the start.
+// sequential: each target in turn gets its warm-up and then all its rounds (write loads, whose
+// after-effects — fan-out backlogs — must not spill into another target's rounds).
+// Before each measured round it prints {"phase":"round",target,round}, waits `pauseMs`, fetches
+// `prime` once if given (a request outside the measurement), then loads; after it prints
+// {"phase":"roundEnd",target,round,ok,sent}. After every round and warm-up it waits as long as the
+// slowest response of it took (at most 5 s): autocannon abandons the requests in flight when its
+// time is up, and the server's work on them must not run into the next target's round; then
+// {"phase":"settled",target,round}.
+// One JSON line of figures at the end.
 import autocannon from "autocannon";
-import { summarizeTargets } from "./lib.mjs";
+import { sleep, summarizeTargets } from "./lib.mjs";
 
 const opts = JSON.parse(process.argv[2] ?? "{}");
+const emit = (m) => process.stdout.write(`${JSON.stringify(m)}\n`);
 
 function once(target, seconds, sink) {
   return new Promise((resolve, reject) => {
-    const inst = autocannon(
-      {
-        url: target.url,
-        method: "GET",
-        headers: target.headers ?? {},
-        connections: opts.connections,
-        pipelining: 1,
-        duration: seconds,
-        timeout: 10,
-      },
-      (err, res) => (err ? reject(err) : resolve(res)),
-    );
+    const o = {
+      url: target.url,
+      method: target.method ?? "GET",
+      headers: target.headers ?? {},
+      connections: opts.connections,
+      pipelining: 1,
+      duration: seconds,
+      timeout: 10,
+    };
+    if (target.body !== undefined) o.body = typeof target.body === "string" ? target.body : JSON.stringify(target.body);
+    if (target.requests) o.requests = target.requests;
+    let slowest = 0;
+    const inst = autocannon(o, (err, res) => (err ? reject(err) : resolve(Object.assign(res, { slowest }))));
     // autocannon's own histogram has 1 ms resolution: keep every response time (float ms).
     inst.on("response", (_client, statusCode, _bytes, responseTime) => {
+      slowest = Math.max(slowest, responseTime);
       if (!sink) return;
       sink.statuses[statusCode] = (sink.statuses[statusCode] ?? 0) + 1;
       if (statusCode >= 200 && statusCode < 300) sink.latencies.push(responseTime);
@@ -33,26 +47,46 @@ function once(target, seconds, sink) {
   });
 }
 
-for (const t of opts.targets) await once(t, opts.warmupS, null);
-process.stdout.write(`${JSON.stringify({ phase: "measure" })}\n`);
-
 const acc = Object.fromEntries(
-  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0 }]),
+  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0 }]),
 );
-for (let r = 0; r < opts.rounds; r++) {
-  for (const t of opts.targets) {
-    const a = acc[t.name];
-    const before = a.latencies.length;
-    const cpu0 = process.cpuUsage();
-    const res = await once(t, opts.roundS, a);
-    const cpu = process.cpuUsage(cpu0);
-    a.cpuS += (cpu.user + cpu.system) / 1e6;
-    a.seconds += res.duration;
-    a.non2xx += res.non2xx;
-    a.errors += res.errors;
-    a.timeouts += res.timeouts;
-    a.roundRps.push((a.latencies.length - before) / res.duration);
-  }
+const settle = (res) => sleep(Math.min(5000, res.slowest));
+async function warmup(t) {
+  emit({ phase: "warmup", target: t.name });
+  if (opts.warmupS > 0) await settle(await once(t, opts.warmupS, null));
 }
 
-process.stdout.write(`${JSON.stringify({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: summarizeTargets(opts.targets, acc) })}\n`);
+async function round(t, r) {
+  const a = acc[t.name];
+  emit({ phase: "round", target: t.name, round: r });
+  if (opts.pauseMs) await sleep(opts.pauseMs);
+  if (t.prime) await fetch(t.prime.url, { headers: t.prime.headers ?? {} }).then((res) => res.arrayBuffer()).catch(() => undefined);
+  const before = a.latencies.length;
+  const cpu0 = process.cpuUsage();
+  const res = await once(t, t.roundS ?? opts.roundS, a);
+  const cpu = process.cpuUsage(cpu0);
+  a.cpuS += (cpu.user + cpu.system) / 1e6;
+  a.seconds += res.duration;
+  a.non2xx += res.non2xx;
+  a.errors += res.errors;
+  a.timeouts += res.timeouts;
+  a.sent += res.requests.sent;
+  a.roundRps.push((a.latencies.length - before) / res.duration);
+  emit({ phase: "roundEnd", target: t.name, round: r, ok: a.latencies.length - before, sent: res.requests.sent, seconds: res.duration });
+  await settle(res);
+  emit({ phase: "settled", target: t.name, round: r });
+}
+
+if (opts.sequential) {
+  emit({ phase: "measure" });
+  for (const t of opts.targets) {
+    await warmup(t);
+    for (let r = 0; r < opts.rounds; r++) await round(t, r);
+  }
+} else {
+  for (const t of opts.targets) await warmup(t);
+  emit({ phase: "measure" });
+  for (let r = 0; r < opts.rounds; r++) for (const t of opts.targets) await round(t, r);
+}
+
+emit({ connections: opts.connections, roundS: opts.roundS, rounds: opts.rounds, targets: summarizeTargets(opts.targets, acc) });

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import type { Config, Logger, Mongo, Nats, RedisConn } from "@feeds/kit";
+import { fastifyTrustProxy, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
@@ -15,6 +15,9 @@ import { graphRoutes } from "./routes/graph.js";
 import { objectRoutes } from "./routes/objects.js";
 import { promotedRoutes } from "./routes/promoted.js";
 import { batchActivityRoutes } from "./routes/batch-activities.js";
+import { notificationRoutes } from "./routes/notifications.js";
+import { webhookRoutes } from "./routes/webhooks.js";
+import { engagementRoutes } from "./routes/engagement.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -30,7 +33,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const { config, log, clients } = deps;
   const app = Fastify({
     logger: false,
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     bodyLimit: 1024 * 1024,
@@ -56,6 +59,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   objectRoutes(routes, clients);
   promotedRoutes(routes, clients);
   batchActivityRoutes(routes, clients);
+  notificationRoutes(routes, clients);
+  webhookRoutes(routes, clients);
+  engagementRoutes(routes, clients);
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

@@ -1,32 +1,27 @@
-import { randomUUID } from "node:crypto";
 import { decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
+import type { Client } from "@connectrpc/connect";
 import {
   forbidden,
   fromRpcError,
-  isCode,
+  fromTimestamp,
+  isId,
   rateLimited,
   scope,
   unauthenticated,
   type Config,
   type RedisConn,
 } from "@feeds/kit";
-import { TenantStatus, type Tenant } from "@feeds/proto/feeds/tenancy/v1/tenancy";
-import type { Operator } from "@feeds/proto/feeds/identity/v1/identity";
+import { TenantStatus, type Tenant, type TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
+import type { Operator, UserService } from "@feeds/proto/feeds/identity/v1/identity";
 import { tenantVersionKey } from "@feeds/tenancy";
 import { revocationKey, REVOCATION_TTL_SECONDS } from "@feeds/identity";
 import type { Clients } from "./system.js";
 import type { RateLimiter } from "./rate-limit.js";
+import { createCredentialStore, type Credential } from "./credentials.js";
 
 export type TenantAuth =
   | { kind: "server"; tenant: Tenant }
   | { kind: "user"; tenant: Tenant; userId: string };
-
-interface Credential {
-  tenant: Tenant;
-  key: Uint8Array;
-  /** The Redis version stamp this credential was read under. */
-  version: string;
-}
 
 interface Verified {
   claims: JWTPayload;
@@ -35,8 +30,29 @@ interface Verified {
 }
 
 const MAX_VERIFIED = 20_000;
-// A credential entry is trusted for at most this long even if no change signal arrives.
-const CREDENTIAL_TTL_MS = 60_000;
+
+/** The bearer token of an Authorization header ("" when there is none). */
+export const bearerOf = (authorization: string | undefined): string =>
+  authorization?.startsWith("Bearer ") ? authorization.slice(7).trim() : "";
+
+/** Server and user tokens are JWTs; operator session tokens are opaque and hold no dot. */
+export const isJwtShaped = (token: string): boolean => token.split(".").length === 3;
+
+/**
+ * The kind of a verified token, decided by the claim it carries (contract section 1): `user_id`
+ * makes a user token and must be an id (section 4), `server: true` alone a server token.
+ */
+function kindOf(claims: JWTPayload): { kind: "server" } | { kind: "user"; userId: string } {
+  if ("user_id" in claims) {
+    const userId = claims.user_id;
+    if ("server" in claims) throw unauthenticated("token claims both server and user_id");
+    if (typeof userId !== "string" || !isId(userId)) throw unauthenticated("user_id is not an id");
+    if (typeof claims.exp !== "number" || typeof claims.iat !== "number") throw unauthenticated("user token without exp or iat");
+    return { kind: "user", userId };
+  }
+  if (claims.server === true) return { kind: "server" };
+  throw unauthenticated("token is neither a server nor a user token");
+}
 
 /**
  * Verifies server and user tokens (contract section 1) with caches that still honour rotation,
@@ -44,44 +60,17 @@ const CREDENTIAL_TTL_MS = 60_000;
  * and the user's revocation stamp from Redis in the same round trip as its rate-limit count.
  */
 export function createTenantAuthenticator(deps: {
-  clients: Clients;
+  clients: {
+    tenancy: Pick<Client<typeof TenancyService>, "getCredential">;
+    users: Pick<Client<typeof UserService>, "getRevocation">;
+  };
   redis: RedisConn;
   limiter: RateLimiter;
-  config: Config;
+  config: Pick<Config, "DEFAULT_RATE_LIMIT_PER_MINUTE" | "BATCH_RATE_LIMIT_PER_MINUTE">;
 }) {
   const { clients, redis, limiter, config } = deps;
-  const credentials = new Map<string, { cred: Credential; at: number }>();
+  const credentials = createCredentialStore({ tenancy: clients.tenancy, redis });
   const verified = new Map<string, Verified>();
-
-  async function loadCredential(apiKey: string): Promise<Credential | null> {
-    const vk = tenantVersionKey(redis, apiKey);
-    // Read (or create) the version before reading MongoDB: a change after this point bumps it.
-    let version = await redis.redis.get(vk);
-    if (version === null) {
-      await redis.redis.set(vk, randomUUID(), "NX");
-      version = (await redis.redis.get(vk)) ?? "";
-    }
-    try {
-      const res = await clients.tenancy.getCredential({ apiKey });
-      if (!res.tenant) return null;
-      const cred = { tenant: res.tenant, key: new TextEncoder().encode(res.apiSecret), version };
-      credentials.set(apiKey, { cred, at: Date.now() });
-      return cred;
-    } catch (e) {
-      const err = fromRpcError(e);
-      if (err.code === "NOT_FOUND") {
-        credentials.delete(apiKey);
-        return null;
-      }
-      throw err;
-    }
-  }
-
-  async function credentialFor(apiKey: string): Promise<Credential | null> {
-    const hit = credentials.get(apiKey);
-    if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.cred;
-    return loadCredential(apiKey);
-  }
 
   async function verify(token: string, cred: Credential): Promise<JWTPayload | null> {
     const cached = verified.get(token);
@@ -99,13 +88,8 @@ export function createTenantAuthenticator(deps: {
 
   async function revokedBefore(tenantId: string, userId: string, stamp: string, requestId: string): Promise<number> {
     if (stamp !== "") return Number(stamp);
-    let ms = 0;
-    try {
-      const res = await clients.users.getUser({ id: userId }, scope({ tenantId, requestId }));
-      ms = res.user?.revokedBefore ? Number(res.user.revokedBefore.seconds) * 1000 + Math.floor(res.user.revokedBefore.nanos / 1e6) : 0;
-    } catch (e) {
-      if (!isCode(fromRpcError(e), "NOT_FOUND")) throw fromRpcError(e);
-    }
+    const res = await clients.users.getRevocation({ id: userId }, scope({ tenantId, requestId }));
+    const ms = fromTimestamp(res.revokedBefore)?.getTime() ?? 0;
     // NX: never overwrite a stamp that a revocation wrote meanwhile.
     await redis.redis.set(revocationKey(redis, tenantId, userId), String(ms), "EX", REVOCATION_TTL_SECONDS, "NX");
     return ms;
@@ -117,59 +101,55 @@ export function createTenantAuthenticator(deps: {
       windowName: "normal" | "batch",
       requestId: string,
     ): Promise<TenantAuth> {
-      const token = authorization?.startsWith("Bearer ") ? authorization.slice(7).trim() : "";
-      if (!token || token.split(".").length !== 3) throw unauthenticated();
-      let kid: string | undefined;
+      const token = bearerOf(authorization);
+      if (!token) throw unauthenticated("no bearer token");
+      if (!isJwtShaped(token)) throw unauthenticated("not a JWT");
+      let kid: unknown;
       try {
         const header = decodeProtectedHeader(token);
         if (header.alg !== "HS256") throw unauthenticated();
         kid = header.kid;
       } catch {
-        throw unauthenticated();
+        throw unauthenticated("JWT header is malformed or not HS256");
       }
-      if (!kid || kid.length > 128) throw unauthenticated();
+      if (typeof kid !== "string") throw unauthenticated("JWT without kid");
 
-      let cred = await credentialFor(kid);
-      if (!cred) throw unauthenticated();
+      let cred = await credentials.get(kid);
+      if (!cred) throw unauthenticated("unknown api key");
       let claims = await verify(token, cred);
       if (!claims) {
         // Perhaps the secret changed since we cached it: re-read when the stamp moved.
         const current = await redis.redis.get(tenantVersionKey(redis, kid));
-        if (current === cred.version) throw unauthenticated();
-        cred = await loadCredential(kid);
+        if (current === cred.version) throw unauthenticated("bad signature or expired");
+        cred = await credentials.reload(kid);
         claims = cred && (await verify(token, cred));
-        if (!cred || !claims) throw unauthenticated();
+        if (!cred || !claims) throw unauthenticated("bad signature or expired");
       }
-
-      const userId = typeof claims.user_id === "string" ? claims.user_id : null;
-      const isServer = claims.server === true && userId === null;
-      if (!isServer && (userId === null || typeof claims.exp !== "number" || typeof claims.iat !== "number")) {
-        throw unauthenticated();
-      }
+      const caller = kindOf(claims);
 
       const tenantId = cred.tenant.id;
       const stamps = await limiter.tenantRequest(
         tenantId,
         windowName,
         tenantVersionKey(redis, kid),
-        userId ? revocationKey(redis, tenantId, userId) : null,
+        caller.kind === "user" ? revocationKey(redis, tenantId, caller.userId) : null,
       );
       if (stamps.version !== cred.version) {
         // Rotated, suspended or reactivated since cached: this request already sees the change.
-        cred = await loadCredential(kid);
-        if (!cred || !(await verify(token, cred))) throw unauthenticated();
+        cred = await credentials.reload(kid);
+        if (!cred || !(await verify(token, cred))) throw unauthenticated("bad signature after a credential change");
       }
       if (cred.tenant.status !== TenantStatus.ACTIVE) throw forbidden("tenant suspended");
-      if (userId) {
-        const rv = await revokedBefore(tenantId, userId, stamps.revokedBefore, requestId);
-        if ((claims.iat ?? 0) * 1000 < rv) throw unauthenticated();
+      if (caller.kind === "user") {
+        const rv = await revokedBefore(tenantId, caller.userId, stamps.revokedBefore, requestId);
+        if ((claims.iat ?? 0) * 1000 < rv) throw unauthenticated("token revoked");
       }
       const limit =
         windowName === "batch"
           ? config.BATCH_RATE_LIMIT_PER_MINUTE
           : cred.tenant.rateLimitPerMinute || config.DEFAULT_RATE_LIMIT_PER_MINUTE;
       if (stamps.count > limit) throw rateLimited(stamps.window.retryAfter);
-      return userId ? { kind: "user", tenant: cred.tenant, userId } : { kind: "server", tenant: cred.tenant };
+      return caller.kind === "user" ? { kind: "user", tenant: cred.tenant, userId: caller.userId } : { kind: "server", tenant: cred.tenant };
     },
   };
 }
@@ -183,8 +163,8 @@ export async function authenticateOperator(
   authorization: string | undefined,
   requestId: string,
 ): Promise<{ token: string; operator: Operator }> {
-  const token = authorization?.startsWith("Bearer ") ? authorization.slice(7).trim() : "";
-  if (!token || token.length > 512 || token.includes(".")) throw unauthenticated();
+  const token = bearerOf(authorization);
+  if (!token || token.length > 512 || token.includes(".")) throw unauthenticated("not an operator session token");
   try {
     const res = await clients.operators.authenticate({ token }, scope({ requestId }));
     if (!res.operator) throw unauthenticated();

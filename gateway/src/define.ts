@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { CallOptions } from "@connectrpc/connect";
-import { forbidden, scope } from "@feeds/kit";
+import { forbidden, scope, workScope } from "@feeds/kit";
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
-import { authenticateOperator, type TenantAuth, type TenantAuthenticator } from "./auth.js";
+import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
 import { parse } from "./http.js";
 import type { Clients } from "./system.js";
 
@@ -70,11 +70,19 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
       case "member":
       case "owner":
       case "staff": {
+        if (spec.auth === "staff" && isJwtShaped(bearerOf(authz))) {
+          // Contract: any caller on /admin but staff gets 403, so a tenant token gets 403 once it
+          // verifies (401 if it does not). Operator routes keep 401: it is not an operator session.
+          await deps.tenantAuth.authenticate(authz, "normal", rid);
+          throw forbidden("tenant token on an /admin route");
+        }
         const o = await authenticateOperator(deps.clients, authz, rid);
         const role = o.operator.role;
-        if (spec.auth === "staff" && role !== Role.STAFF) throw forbidden();
-        if ((spec.auth === "member" || spec.auth === "owner") && (role === Role.STAFF || !o.operator.tenantId)) throw forbidden();
-        if (spec.auth === "owner" && role !== Role.OWNER) throw forbidden();
+        if (spec.auth === "staff" && role !== Role.STAFF) throw forbidden("platform staff only");
+        if ((spec.auth === "member" || spec.auth === "owner") && (role === Role.STAFF || !o.operator.tenantId)) {
+          throw forbidden("tenant operators only");
+        }
+        if (spec.auth === "owner" && role !== Role.OWNER) throw forbidden("owner only");
         const caller = { kind: "operator" as const, operatorId: o.operator.id };
         return {
           tenant: null,
@@ -94,17 +102,19 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         method: spec.method,
         url: spec.url,
         bodyLimit: spec.batch ? 5 * MiB : MiB,
-        handler: async (req, reply) => {
-          const auth = await authorize(s, req);
-          const params = s.params ? parse(s.params, req.params) : (undefined as unknown);
-          const query = s.query ? parse(s.query, req.query) : (undefined as unknown);
-          const body = s.body ? parse(s.body, req.body) : (undefined as unknown);
-          reply.code(spec.status ?? 200);
-          const out = await s.handler({ req, reply, params, query, body, ...auth });
-          if (out === undefined) return reply.send();
-          return out;
-        },
+        // Database commands the request causes are counted under its route (kit metrics).
+        handler: (req, reply) => workScope.run({ work: `${spec.method} ${spec.url}` }, () => handle(req, reply)),
       });
+      async function handle(req: FastifyRequest, reply: FastifyReply) {
+        const auth = await authorize(s, req);
+        const params = s.params ? parse(s.params, req.params) : (undefined as unknown);
+        const query = s.query ? parse(s.query, req.query) : (undefined as unknown);
+        const body = s.body ? parse(s.body, req.body) : (undefined as unknown);
+        reply.code(spec.status ?? 200);
+        const out = await s.handler({ req, reply, params, query, body, ...auth });
+        if (out === undefined) return reply.send();
+        return out;
+      }
     },
   };
 }
@@ -117,7 +127,10 @@ export const cursorOf = (q: { next?: string | undefined; cursor?: string | undef
 /** OpenAPI 3 document of every registered route. */
 export function openApiDocument(specs: RouteSpec<never, never, never>[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
-  const schemaOf = (s: z.ZodType | undefined) => (s ? z.toJSONSchema(s, { io: "input", unrepresentable: "any" }) : undefined);
+  // The document declares 3.0: its schemas must be 3.0 Schema Objects (nullable, boolean
+  // exclusiveMinimum, no $schema or const), not zod's default JSON Schema 2020-12.
+  const schemaOf = (s: z.ZodType | undefined) =>
+    s ? z.toJSONSchema(s, { target: "openapi-3.0", io: "input", unrepresentable: "any" }) : undefined;
   for (const s of specs) {
     const path = s.url.replace(/:([A-Za-z_]+)/g, "{$1}");
     const parameters: unknown[] = [];

@@ -1,11 +1,18 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { z } from "zod";
-import { FeedsError, fromRpcError, validationFailed, type FieldError, type Logger } from "@feeds/kit";
+import { FeedsError, fromRpcError, validationFailed, type ErrorCode, type FieldError, type Logger } from "@feeds/kit";
+
+// Interface section 5 rule 12: a 401 or 403 never says why, whoever decided it (gateway or
+// service); the reason goes to the log under the request id.
+const WIRE_MESSAGES: Partial<Record<ErrorCode, string>> = {
+  UNAUTHENTICATED: "authentication required",
+  FORBIDDEN: "not allowed",
+};
 
 /** Sends the interface's error envelope (section 7). */
 export function sendError(reply: FastifyReply, requestId: string, err: FeedsError): FastifyReply {
   if (err.code === "RATE_LIMITED") reply.header("retry-after", String(err.retryAfterSeconds ?? 1));
-  const error: Record<string, unknown> = { code: err.code, message: err.message, requestId };
+  const error: Record<string, unknown> = { code: err.code, message: WIRE_MESSAGES[err.code] ?? err.message, requestId };
   if (err.code === "VALIDATION_FAILED") error.fields = err.fields;
   return reply.code(err.status).send({ error });
 }
@@ -33,10 +40,13 @@ export function toFeedsError(e: unknown): FeedsError {
   return fromRpcError(e);
 }
 
-export function installErrorHandling(app: FastifyInstance, log: Logger) {
+export function installErrorHandling(app: FastifyInstance, log: Pick<Logger, "error" | "info">) {
   app.setErrorHandler((e, req, reply) => {
     const err = toFeedsError(e);
     if (err.code === "INTERNAL") log.error({ err: err.cause ?? e, requestId: req.id, url: req.url }, "request failed");
+    if (WIRE_MESSAGES[err.code] !== undefined) {
+      log.info({ requestId: req.id, code: err.code, reason: err.message, method: req.method, path: req.url.split("?")[0] }, "request refused");
+    }
     return sendError(reply, req.id, err);
   });
   app.setNotFoundHandler((req, reply) =>

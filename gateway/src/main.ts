@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { createInfra, createLogger, fromRpcError, loadConfig } from "@feeds/kit";
+import { createInfra, createLogger, fromRpcError, loadConfig, scope, serveMetrics } from "@feeds/kit";
 import { buildGateway } from "./app.js";
 import { connectServices } from "./system.js";
 
@@ -17,7 +17,10 @@ let staff: { email: string; password?: string; created: boolean } | null = null;
 if (config.BOOTSTRAP_STAFF_EMAIL) {
   const password = config.BOOTSTRAP_STAFF_PASSWORD ?? randomBytes(12).toString("base64url");
   try {
-    const res = await clients.operators.ensureStaff({ email: config.BOOTSTRAP_STAFF_EMAIL, name: "Platform staff", password });
+    const res = await clients.operators.ensureStaff(
+      { email: config.BOOTSTRAP_STAFF_EMAIL, name: "Platform staff", password },
+      scope({ caller: { kind: "system" } }),
+    );
     staff = { email: config.BOOTSTRAP_STAFF_EMAIL, created: res.created };
     if (res.created && !config.BOOTSTRAP_STAFF_PASSWORD) staff.password = password;
   } catch (e) {
@@ -27,15 +30,17 @@ if (config.BOOTSTRAP_STAFF_EMAIL) {
 
 const address = await app.listen({ port: config.PORT, host: config.HOST });
 const url = address.replace("[::1]", "127.0.0.1");
-log.info({ url, services: modules.map((m) => m.name) }, "gateway listening");
+const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
+log.info({ url, metrics: metricsServer.port, services: modules.map((m) => m.name) }, "gateway listening");
 // Parent processes (npm start, the tests) read this line.
-process.stdout.write(`${JSON.stringify({ ready: true, url, staff })}\n`);
+process.stdout.write(`${JSON.stringify({ ready: true, url, metrics: metricsServer.port, staff })}\n`);
 
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await app.close();
+  await metricsServer.close();
   for (const m of modules) await m.stop?.();
   await infra.close();
   process.exit(0);

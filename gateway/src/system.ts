@@ -1,12 +1,18 @@
+import { randomBytes } from "node:crypto";
 import type { Transport } from "@connectrpc/connect";
 import {
   createClients,
   createInProcessTransport,
+  createInternalAuth,
   createNetworkTransport,
+  requireInternalKey,
+  requireMasterKey,
   serviceNames,
   serviceUrl,
   type Clients,
+  type Config,
   type Infra,
+  type InternalAuth,
   type ServiceModule,
   type ServiceName,
 } from "@feeds/kit";
@@ -15,7 +21,7 @@ import { createIdentityModule } from "@feeds/identity";
 import { createFeedModule } from "@feeds/feed";
 import { createGraphModule } from "@feeds/graph";
 import { createEngagementModule } from "@feeds/engagement";
-import { createNotificationModule } from "@feeds/notification";
+import { createNotificationModule, webhookOptionsOf } from "@feeds/notification";
 import { createCatalogModule } from "@feeds/catalog";
 
 export type { Clients };
@@ -30,27 +36,46 @@ async function buildModule(name: ServiceName, infra: Infra, peers: () => Clients
       return createTenancyModule({
         db: (await infra.mongo()).db,
         redis: await infra.redis(),
-        masterKey: Buffer.from(config.FEEDS_MASTER_KEY, "base64"),
+        masterKey: requireMasterKey(config),
         log: child,
       });
     case "identity":
       return createIdentityModule({
         db: (await infra.mongo()).db,
         redis: await infra.redis(),
+        nats: await infra.nats(),
         sessionTtlSeconds: config.SESSION_TTL_SECONDS,
         log: child,
       });
     case "feed":
       return createFeedModule({ db: (await infra.mongo()).db, nats: await infra.nats(), redis: await infra.redis(), peers, log: child });
     case "graph":
-      return createGraphModule({ db: (await infra.mongo()).db, log: child });
+      return createGraphModule({ db: (await infra.mongo()).db, nats: await infra.nats(), redis: await infra.redis(), peers, log: child });
     case "engagement":
-      return createEngagementModule({ db: (await infra.mongo()).db });
+      return createEngagementModule({ db: (await infra.mongo()).db, redis: await infra.redis(), nats: await infra.nats(), peers, log: child });
     case "notification":
-      return createNotificationModule({ nats: await infra.nats() });
+      return createNotificationModule({
+        db: (await infra.mongo()).db,
+        nats: await infra.nats(),
+        redis: await infra.redis(),
+        peers,
+        log: child,
+        webhooks: webhookOptionsOf(config),
+      });
     case "catalog":
       return createCatalogModule({ db: (await infra.mongo()).db, redis: await infra.redis(), log: child });
   }
+}
+
+/**
+ * The key of this process's service calls. Once any service is reached over the network the
+ * shared FEEDS_INTERNAL_KEY is required; with every service in this process, nothing outside it
+ * verifies a token, so a key of its own does (when none is configured).
+ */
+function internalAuthOf(config: Config): InternalAuth {
+  const remote = serviceNames.some((n) => serviceUrl(config, n));
+  if (remote || config.FEEDS_INTERNAL_KEY) return createInternalAuth(requireInternalKey(config));
+  return createInternalAuth(randomBytes(32));
 }
 
 /**
@@ -63,13 +88,14 @@ export async function connectServices(infra: Infra): Promise<{ clients: Clients;
     if (!connected.clients) throw new Error("services are not connected yet");
     return connected.clients;
   };
+  const auth = internalAuthOf(infra.config);
   const local = serviceNames.filter((n) => !serviceUrl(infra.config, n));
   const modules = await Promise.all(local.map((n) => buildModule(n, infra, peers)));
-  const inProcess = modules.length ? createInProcessTransport(modules, infra.log) : null;
+  const inProcess = modules.length ? createInProcessTransport(modules, infra.log, auth) : null;
   const transports = new Map<ServiceName, Transport>();
   for (const n of serviceNames) {
     const url = serviceUrl(infra.config, n);
-    transports.set(n, url ? createNetworkTransport(url) : (inProcess as Transport));
+    transports.set(n, url ? createNetworkTransport(url, auth) : (inProcess as Transport));
   }
   connected.clients = createClients((n) => transports.get(n) as Transport);
   return { modules, clients: connected.clients };

@@ -7,8 +7,10 @@ import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
+import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { Health } from "@feeds/proto/grpc/health/v1/health";
-import { serviceNames, serviceUrl, type Config, type ServiceName } from "./config.js";
+import { requireInternalKey, serviceNames, serviceUrl, type Config, type ServiceName } from "./config.js";
+import { createInternalAuth, type InternalAuth } from "./internal-auth.js";
 import { createNetworkTransport } from "./rpc.js";
 
 /** A client of every service, each over the transport that reaches it. */
@@ -22,6 +24,7 @@ export interface Clients {
   catalog: Client<typeof CatalogService>;
   engagement: Client<typeof EngagementService>;
   notification: Client<typeof NotificationService>;
+  webhooks: Client<typeof WebhookService>;
   /** gRPC health of each service, for readiness. */
   health: Record<ServiceName, Client<typeof Health>>;
 }
@@ -38,6 +41,7 @@ export function createClients(transportOf: (name: ServiceName) => Transport): Cl
     catalog: createClient(CatalogService, transportOf("catalog")),
     engagement: createClient(EngagementService, transportOf("engagement")),
     notification: createClient(NotificationService, transportOf("notification")),
+    webhooks: createClient(WebhookService, transportOf("notification")),
     health,
   };
 }
@@ -48,10 +52,11 @@ export function createClients(transportOf: (name: ServiceName) => Transport): Cl
  */
 export function createPeerClients(config: Config): () => Clients {
   let clients: Clients | undefined;
+  let auth: InternalAuth | undefined;
   return () =>
     (clients ??= createClients((name) => {
       const url = serviceUrl(config, name);
       if (!url) throw new Error(`${name.toUpperCase()}_URL is not set: this process cannot reach the ${name} service`);
-      return createNetworkTransport(url);
+      return createNetworkTransport(url, (auth ??= createInternalAuth(requireInternalKey(config))));
     }));
 }

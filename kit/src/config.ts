@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseTrustProxy } from "./trust-proxy.js";
 
 // Every setting of the system, parsed once at boot; nothing else reads process.env.
 // Defaults live here, units in the names or comments.
@@ -8,6 +9,11 @@ const flag = z
   .transform((v) => v === "1" || v === "true" || v === "yes");
 
 const url = z.string().min(1);
+
+const key32 = z
+  .string()
+  .refine((v) => Buffer.from(v, "base64").length === 32, "must be 32 bytes of base64")
+  .optional();
 
 export const configSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -26,16 +32,37 @@ export const configSchema = z.object({
   BOOTSTRAP_STAFF_EMAIL: z.string().email().optional(),
   BOOTSTRAP_STAFF_PASSWORD: z.string().min(12).max(1024).optional(),
   WEBHOOK_ALLOW_PRIVATE: flag,
-  TRUST_PROXY: flag,
+  // Webhook delivery: each attempt's time limit (milliseconds), and the waits before the 2nd,
+  // 3rd, ... attempt (milliseconds, comma-separated, ±25% jitter each); after the last wait's
+  // attempt fails the delivery is dead-lettered. Default: 8 attempts over about 3.5 hours.
+  WEBHOOK_ATTEMPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(5000),
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\d{1,9}(,\d{1,9}){0,19}$/, "milliseconds, comma-separated (at most 20)")
+    .default("5000,30000,120000,600000,1800000,3600000,7200000")
+    .transform((v) => v.split(",").map(Number)),
+  // Which X-Forwarded-For hops to believe: true, false (default), a hop count (1 behind one
+  // proxy), or the proxies' addresses/CIDR ranges, comma-separated (kit/src/trust-proxy.ts).
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const parsed = parseTrustProxy(v);
+      if ("value" in parsed) return parsed.value;
+      ctx.addIssue({ code: "custom", message: parsed.error });
+      return z.NEVER;
+    }),
   LOGIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
   // Ordinary per-tenant request rate when the tenant sets none (requests per minute).
   DEFAULT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   // Separate window of every batch route (requests per minute per tenant).
   BATCH_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(600),
-  // 32 bytes, base64: the key that encrypts tenant api secrets at rest (AES-256-GCM).
-  FEEDS_MASTER_KEY: z
-    .string()
-    .refine((v) => Buffer.from(v, "base64").length === 32, "must be 32 bytes of base64"),
+  // 32 bytes, base64: the key that encrypts tenant api secrets at rest (AES-256-GCM). Only the
+  // process that runs tenancy is given it (requireMasterKey).
+  FEEDS_MASTER_KEY: key32,
+  // 32 bytes, base64: signs every service-to-service call (kit/src/internal-auth.ts). Every
+  // process that serves or reaches a service over the network needs the same one.
+  FEEDS_INTERNAL_KEY: key32,
   // Identifies the running build in /v1/health.
   BUILD_VERSION: z.string().default("dev"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -49,6 +76,8 @@ export const configSchema = z.object({
   CATALOG_URL: z.string().optional(),
   // Port of a standalone service process (services/<name>/dist/main.js).
   GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  // Prometheus `GET /metrics` of this process, on HOST, never the API port (0: any free port).
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   // Operator session lifetime (seconds).
   SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(12 * 3600),
   // Readiness: each dependency check's own timeout (milliseconds).
@@ -71,6 +100,20 @@ export type ServiceName = (typeof serviceNames)[number];
 export function serviceUrl(config: Config, name: ServiceName): string | undefined {
   const key = `${name.toUpperCase()}_URL` as const;
   return config[key as keyof Config] as string | undefined;
+}
+
+/** Where tenancy is built: its key, or a start-up failure that names the variable. */
+export function requireMasterKey(config: Config): Buffer {
+  if (!config.FEEDS_MASTER_KEY) throw new Error("invalid configuration:\n  FEEDS_MASTER_KEY: required where the tenancy service runs");
+  return Buffer.from(config.FEEDS_MASTER_KEY, "base64");
+}
+
+/** Where calls cross the network: the shared internal key, or a start-up failure. */
+export function requireInternalKey(config: Config): Buffer {
+  if (!config.FEEDS_INTERNAL_KEY) {
+    throw new Error("invalid configuration:\n  FEEDS_INTERNAL_KEY: required where services are served or reached over the network");
+  }
+  return Buffer.from(config.FEEDS_INTERNAL_KEY, "base64");
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {

@@ -1,5 +1,6 @@
 import { MongoClient, type Db } from "mongodb";
 import type { Config } from "./config.js";
+import { currentWork, type Metrics } from "./metrics.js";
 
 export interface Mongo {
   client: MongoClient;
@@ -8,14 +9,20 @@ export interface Mongo {
 }
 
 /** One client per process; the namespace names the database. Fails fast while the server is down. */
-export async function connectMongo(config: Pick<Config, "MONGO_URL" | "FEEDS_NAMESPACE" | "MONGO_POOL_SIZE">): Promise<Mongo> {
+export async function connectMongo(
+  config: Pick<Config, "MONGO_URL" | "FEEDS_NAMESPACE" | "MONGO_POOL_SIZE">,
+  metrics?: Metrics,
+): Promise<Mongo> {
   const client = new MongoClient(config.MONGO_URL, {
     serverSelectionTimeoutMS: 2000,
     connectTimeoutMS: 2000,
     maxPoolSize: config.MONGO_POOL_SIZE,
     // FerretDB v1 has no retryable-write support; MongoDB works either way.
     retryWrites: false,
+    // Counted by command name: the figure "database commands per request" is read from it.
+    monitorCommands: metrics !== undefined,
   });
+  if (metrics) client.on("commandStarted", (e) => metrics.mongoCommands.inc({ command: e.commandName, work: currentWork() }));
   await client.connect();
   return { client, db: client.db(config.FEEDS_NAMESPACE), close: () => client.close() };
 }

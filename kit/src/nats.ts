@@ -18,8 +18,9 @@ export interface Nats {
   close(): Promise<void>;
 }
 
-/** The work queues of the system and their dead-letter streams (contract: `fanout`, `notify`). */
-export const queueNames = ["fanout", "notify"] as const;
+/** The work queues of the system and their dead-letter streams (contract: `fanout`, `notify`;
+ * ours: `webhooks`, one delivery task per event and destination). */
+export const queueNames = ["fanout", "notify", "webhooks"] as const;
 export type QueueName = (typeof queueNames)[number];
 
 export async function connectNats(config: Pick<Config, "NATS_URL" | "FEEDS_NAMESPACE">, name: string): Promise<Nats> {

@@ -1,5 +1,7 @@
-import { loadConfig, type Config, type ServiceName } from "./config.js";
+import { loadConfig, requireInternalKey, type Config, type ServiceName } from "./config.js";
+import { createInternalAuth } from "./internal-auth.js";
 import { createLogger, type Logger } from "./log.js";
+import { createMetrics, serveMetrics, type Metrics } from "./metrics.js";
 import { connectMongo, type Mongo } from "./mongo.js";
 import { connectRedis, type RedisConn } from "./redis.js";
 import { connectNats, type Nats } from "./nats.js";
@@ -8,6 +10,7 @@ import { serveModules, type ServiceModule } from "./rpc.js";
 export interface Infra {
   config: Config;
   log: Logger;
+  metrics: Metrics;
   mongo(): Promise<Mongo>;
   redis(): Promise<RedisConn>;
   nats(): Promise<Nats>;
@@ -33,10 +36,12 @@ export function createInfra(config: Config, log: Logger, name: string): Infra {
   let mongo: Promise<Mongo> | undefined;
   let redis: Promise<RedisConn> | undefined;
   let nats: Promise<Nats> | undefined;
+  const metrics = createMetrics();
   return {
     config,
     log,
-    mongo: () => (mongo ??= retrying(log, "mongodb", () => connectMongo(config))),
+    metrics,
+    mongo: () => (mongo ??= retrying(log, "mongodb", () => connectMongo(config, metrics))),
     redis: () => (redis ??= retrying(log, "redis", () => connectRedis(config))),
     nats: () => (nats ??= retrying(log, "nats", () => connectNats(config, name))),
     async close() {
@@ -55,16 +60,20 @@ export async function runServiceMain(
   build: (infra: Infra) => Promise<ServiceModule>,
 ): Promise<void> {
   const config = loadConfig();
+  // Before connecting anything: a standalone service serves only callers that hold the key.
+  const auth = createInternalAuth(requireInternalKey(config));
   const log = createLogger(config, name);
   const infra = createInfra(config, log, name);
   const module = await build(infra);
-  const server = await serveModules([module], { host: config.HOST, port: config.GRPC_PORT, log });
+  const server = await serveModules([module], { host: config.HOST, port: config.GRPC_PORT, log, auth });
   await module.start?.();
-  log.info({ port: server.port }, `${name} service listening`);
-  // Parent processes read this line to learn the port.
-  process.stdout.write(`${JSON.stringify({ service: name, port: server.port })}\n`);
+  const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
+  log.info({ port: server.port, metrics: metricsServer.port }, `${name} service listening`);
+  // Parent processes read this line to learn the ports.
+  process.stdout.write(`${JSON.stringify({ service: name, port: server.port, metrics: metricsServer.port })}\n`);
   const stop = async () => {
     await module.stop?.();
+    await metricsServer.close();
     await server.close();
     await infra.close();
     process.exit(0);

@@ -34,16 +34,22 @@ export function build() {
   run(join(root, "node_modules", ".bin", "tsc"), ["-b"]);
 }
 
-/** The key that encrypts tenant secrets at rest: FEEDS_MASTER_KEY, else one kept under .cache/. */
-export function masterKey() {
-  if (process.env.FEEDS_MASTER_KEY) return process.env.FEEDS_MASTER_KEY;
-  const file = join(root, ".cache", "master.key");
+/** A 32-byte key from the environment, else one kept under .cache/ (made on first use). */
+function keptKey(variable, fileName) {
+  if (process.env[variable]) return process.env[variable];
+  const file = join(root, ".cache", fileName);
   if (!existsSync(file)) {
     mkdirSync(join(root, ".cache"), { recursive: true });
     writeFileSync(file, randomBytes(32).toString("base64"), { mode: 0o600 });
   }
   return readFileSync(file, "utf8").trim();
 }
+
+/** The key that encrypts tenant secrets at rest: FEEDS_MASTER_KEY, else .cache/master.key. */
+export const masterKey = () => keptKey("FEEDS_MASTER_KEY", "master.key");
+
+/** The key that signs service-to-service calls: FEEDS_INTERNAL_KEY, else .cache/internal.key. */
+export const internalKey = () => keptKey("FEEDS_INTERNAL_KEY", "internal.key");
 
 /** The running build: package version, commit and whether the tree had changes. */
 export function buildVersion() {
@@ -64,5 +70,5 @@ export async function setup({ skipBuild = false } = {}) {
   ensureInstalled();
   if (!skipBuild) build();
   const urls = await ensureInfrastructure();
-  return { ...urls, masterKey: masterKey(), version: buildVersion() };
+  return { ...urls, masterKey: masterKey(), internalKey: internalKey(), version: buildVersion() };
 }

@@ -12,6 +12,10 @@ export interface RunningProcess {
 }
 export interface RunningSystem {
   url: string;
+  /** Split mode: `<SERVICE>_URL` → the service's gRPC base URL (empty in one-process mode). */
+  urls: Record<string, string>;
+  /** Process name → its Prometheus `GET /metrics` URL as started (a restart takes a new port). */
+  metrics: Record<string, string>;
   staff: { email: string; password?: string; created: boolean } | null;
   processes: RunningProcess[];
   stop(): Promise<void>;

@@ -1,6 +1,7 @@
 // Starts the whole system as child processes: one process (gateway with every service mounted)
 // or split (one process per service, the gateway reaching each over gRPC on loopback).
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { root } from "./setup.mjs";
@@ -30,10 +31,15 @@ function startProcess(name, entry, env, { inherit = false } = {}) {
   return handle;
 }
 
+// Secrets a process gets only when its own env names them, never from this process's env.
+const withheld = ["FEEDS_MASTER_KEY", "FEEDS_INTERNAL_KEY"];
+
 function spawnProcess(name, entry, env, { inherit = false } = {}) {
+  const childEnv = { ...process.env, ...env };
+  for (const k of withheld) if (!(k in env)) delete childEnv[k];
   const child = spawn(process.execPath, [join(root, entry)], {
     cwd: root,
-    env: { ...process.env, ...env },
+    env: childEnv,
     stdio: ["ignore", "pipe", inherit ? "inherit" : "pipe"],
   });
   const lines = createInterface({ input: child.stdout });
@@ -71,10 +77,18 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
 }
 
 /**
+ * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone; every process of one system
+ * shares one FEEDS_INTERNAL_KEY (a fresh one unless `env` names it).
  * @param {{ env: Record<string,string>, split?: boolean, port?: number, inherit?: boolean }} opts
- * @returns {Promise<{ url: string, staff: any, processes: any[], stop(): Promise<void> }>}
+ * @returns {Promise<{ url: string, urls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
  */
-export async function startSystem({ env, split = false, port = 0, inherit = false }) {
+export async function startSystem({ env: given, split = false, port = 0, inherit = false }) {
+  const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? randomBytes(32).toString("base64") };
+  // Many systems and processes share one host here: each metrics port is a free one unless given
+  // (the gateway's; services always take a free one). Each process's `metrics` names it.
+  const gatewayMetricsPort = given.METRICS_PORT ?? "0";
+  env.METRICS_PORT = "0";
+  const { FEEDS_MASTER_KEY: _, ...withoutMasterKey } = env;
   const processes = [];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -89,15 +103,25 @@ export async function startSystem({ env, split = false, port = 0, inherit = fals
         urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i]}`;
       });
       const started = services.map((s, i) =>
-        startProcess(s, `services/${s}/dist/main.js`, { ...env, ...urls, GRPC_PORT: String(ports[i]) }, { inherit }),
+        startProcess(
+          s,
+          `services/${s}/dist/main.js`,
+          { ...(s === "tenancy" ? env : withoutMasterKey), ...urls, GRPC_PORT: String(ports[i]) },
+          { inherit },
+        ),
       );
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
-    const gw = startProcess("gateway", "gateway/dist/main.js", { ...env, ...urls, PORT: String(port) }, { inherit });
+    // Split, tenancy runs elsewhere: the gateway has no use for the master key.
+    const gwEnv = { ...(split ? withoutMasterKey : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
+    const gw = startProcess("gateway", "gateway/dist/main.js", gwEnv, { inherit });
     processes.push(gw);
     const ready = await gw.first;
-    return { url: ready.url, staff: ready.staff, processes, stop: stopAll };
+    const metrics = Object.fromEntries(
+      await Promise.all(processes.map(async (p) => [p.name, `http://127.0.0.1:${(await p.first).metrics}/metrics`])),
+    );
+    return { url: ready.url, urls, metrics, staff: ready.staff, processes, stop: stopAll };
   } catch (e) {
     await stopAll();
     throw e;

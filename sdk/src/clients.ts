@@ -266,7 +266,7 @@ export abstract class BaseClient {
     });
   }
 
-  /** `GET /v1/health/queues/{fanout|notify}` */
+  /** `GET /v1/health/queues/{fanout|notify|webhooks}` */
   queueDepth(queue: QueueName): Promise<QueueDepth> {
     return this.http.call<QueueDepth>({ method: "GET", path: p`/v1/health/queues/${queue}`, auth: false });
   }
@@ -385,14 +385,16 @@ export abstract class FeedApiClient extends BaseClient {
     return this.get(p`/v1/comments/${commentId}/replies`, pageQuery(params));
   }
 
-  /** `PATCH /v1/comments/{id}` `{text}` */
-  editComment(commentId: string, text: string): Promise<Reply> {
-    return this.patch(p`/v1/comments/${commentId}`, { text });
+  /** `PATCH /v1/comments/{id}` `{text, user_id?}` — the author only; server tokens pass the author's `user_id`. */
+  editComment(commentId: string, text: string, options: { user_id?: string } = {}): Promise<Reply> {
+    const body: JsonObject = { text };
+    if (options.user_id !== undefined) body["user_id"] = options.user_id;
+    return this.patch(p`/v1/comments/${commentId}`, body);
   }
 
-  /** `DELETE /v1/comments/{id}` (204). */
-  deleteComment(commentId: string): Promise<void> {
-    return this.del(p`/v1/comments/${commentId}`);
+  /** `DELETE /v1/comments/{id}` (204) — the author only (`user_id` for server tokens); replies go with their comment. */
+  deleteComment(commentId: string, options: { user_id?: string } = {}): Promise<void> {
+    return this.del(p`/v1/comments/${commentId}`, { user_id: options.user_id });
   }
 
   // Notifications
@@ -569,9 +571,14 @@ export class ServerClient extends FeedApiClient {
 
   // Moderation
 
-  /** `PUT /v1/moderation/blocklist` `{terms}` (replaces the list). */
+  /** `PUT /v1/moderation/blocklist` `{terms}` (replaces the list) → the list as stored. */
   setBlocklist(terms: string[]): Promise<Blocklist> {
     return this.put("/v1/moderation/blocklist", { terms });
+  }
+
+  /** `GET /v1/moderation/blocklist` → the list as stored (trimmed, lower-cased, sorted). */
+  getBlocklist(): Promise<Blocklist> {
+    return this.get("/v1/moderation/blocklist");
   }
 }
 

@@ -15,3 +15,6 @@ export * from "./schemas-feeds.js";
 export * from "./schemas-graph.js";
 export * from "./schemas-objects.js";
 export * from "./schemas-promoted.js";
+export * from "./schemas-notifications.js";
+export * from "./schemas-webhooks.js";
+export * from "./schemas-engagement.js";

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { groupString, idString, pageQuery } from "./schemas.js";
+import { patchPathIssues } from "./schemas-patch.js";
 
 // Request schemas of the activity and feed routes (interface section 4, contract sections 2 and 4).
 
@@ -13,8 +14,6 @@ const MAX_REFS = 4;
 const idChars = "[A-Za-z0-9_\\-.@]{1,128}";
 /** `type:id` where type and id each match the contract's id pattern. */
 const refPattern = new RegExp(`^${idChars}:${idChars}$`);
-/** A patch path: `custom.` then one or more non-empty segments, none starting with `$`. */
-const customPathPattern = /^custom(\.(?!\$)[^.]+)+$/;
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** Activity ids are UUIDs: anything else names no activity. */
 export const isActivityId = (id: string): boolean => uuidPattern.test(id);
@@ -81,11 +80,10 @@ export const addActivityBody = z
   });
 export type AddActivityBody = z.infer<typeof addActivityBody>;
 
-const customPath = z.string().max(1024).regex(customPathPattern, "must be a path under custom. (e.g. custom.title)");
-
 /**
- * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s, `refs`
- * replaces the refs. At least one change; no path may repeat or contain another.
+ * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s (no segment
+ * starting with `$`), `refs` replaces the refs. At least one change; no path may repeat or
+ * contain another.
  */
 export const patchActivityBody = z
   .object({
@@ -94,20 +92,7 @@ export const patchActivityBody = z
     refs: refsList.optional(),
   })
   .superRefine((b, ctx) => {
-    const paths: { path: string; at: (string | number)[] }[] = [];
-    for (const key of Object.keys(b.set ?? {})) {
-      if (customPath.safeParse(key).success) paths.push({ path: key, at: ["set", key] });
-      else ctx.addIssue({ code: "custom", path: ["set", key], message: "must be a path under custom. (e.g. custom.title)" });
-    }
-    (b.unset ?? []).forEach((p, i) => {
-      if (customPath.safeParse(p).success) paths.push({ path: p, at: ["unset", i] });
-      else ctx.addIssue({ code: "custom", path: ["unset", i], message: "must be a path under custom. (e.g. custom.title)" });
-    });
-    // custom.a together with custom.a or custom.a.b would be one conflicting update.
-    paths.forEach((p, i) => {
-      const clash = paths.slice(0, i).find((q) => q.path === p.path || q.path.startsWith(`${p.path}.`) || p.path.startsWith(`${q.path}.`));
-      if (clash) ctx.addIssue({ code: "custom", path: p.at, message: `conflicts with ${clash.path}` });
-    });
+    for (const issue of patchPathIssues(b.set, b.unset, { dollarSegments: false })) ctx.addIssue({ code: "custom", ...issue });
     if (Object.keys(b.set ?? {}).length === 0 && (b.unset ?? []).length === 0 && b.refs === undefined) {
       ctx.addIssue({ code: "custom", path: [], message: "set, unset or refs is required" });
     }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { idPattern, idString } from "./schemas.js";
+import { patchPathIssues } from "./schemas-patch.js";
 
 // Request schemas of the object routes (`type:id`). Object type and id follow the contract's
 // id rule (section 4); custom is a JSON object of at most 64 KB.
@@ -19,11 +20,6 @@ export const objectParams = z.object({ type: idString, id: idString });
 
 export const putObjectBody = z.object({ custom: objectCustom });
 
-/** A patch path: `custom.` followed by one or more non-empty segments separated by dots. */
-export const objectPatchPath = /^custom\.[^.]+(?:\.[^.]+)*$/;
-const PATH_RULE = "must be a path under custom. (e.g. custom.title)";
-const patchPath = z.string().max(1024).regex(objectPatchPath, PATH_RULE);
-
 /**
  * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s. At least
  * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`).
@@ -34,29 +30,7 @@ export const patchObjectBody = z
     unset: z.array(z.string()).max(100, "at most 100 paths").optional(),
   })
   .superRefine((b, ctx) => {
-    const paths: { path: string; at: (string | number)[] }[] = [];
-    for (const key of Object.keys(b.set ?? {})) {
-      if (patchPath.safeParse(key).success) paths.push({ path: key, at: ["set", key] });
-      else ctx.addIssue({ code: "custom", path: ["set", key], message: PATH_RULE });
-    }
-    (b.unset ?? []).forEach((p, i) => {
-      if (patchPath.safeParse(p).success) paths.push({ path: p, at: ["unset", i] });
-      else ctx.addIssue({ code: "custom", path: ["unset", i], message: PATH_RULE });
-    });
-    // custom.a together with custom.a or custom.a.b would be one conflicting update.
-    const fields = new Map<string, string>();
-    const parents = new Map<string, string>();
-    for (const p of paths) {
-      const segments = p.path.split(".");
-      const prefixes = segments.slice(2).map((_, k) => segments.slice(0, k + 2).join("."));
-      const clash = fields.get(p.path) ?? parents.get(p.path) ?? prefixes.map((q) => fields.get(q)).find((q) => q !== undefined);
-      if (clash !== undefined) {
-        ctx.addIssue({ code: "custom", path: p.at, message: `conflicts with ${clash}` });
-        continue;
-      }
-      fields.set(p.path, p.path);
-      for (const q of prefixes) if (!parents.has(q)) parents.set(q, p.path);
-    }
+    for (const issue of patchPathIssues(b.set, b.unset, { dollarSegments: true })) ctx.addIssue({ code: "custom", ...issue });
     if (Object.keys(b.set ?? {}).length === 0 && (b.unset ?? []).length === 0) {
       ctx.addIssue({ code: "custom", path: [], message: "set or unset is required" });
     }

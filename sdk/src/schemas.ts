@@ -21,7 +21,7 @@ export type PageQuery = z.infer<typeof pageQuery>;
 export const userIdParams = z.object({ id: idString });
 export const tenantIdParams = z.object({ id: z.string().min(1).max(64) });
 export const operatorIdParams = z.object({ id: z.string().min(1).max(64) });
-export const queueParams = z.object({ queue: z.enum(["fanout", "notify"]) });
+export const queueParams = z.object({ queue: z.enum(["fanout", "notify", "webhooks"]) });
 
 export const upsertUserBody = z.object({ custom: customObject.default({}) });
 

@@ -3,6 +3,8 @@
  * contract section 2). These are plain TypeScript types; nothing is validated at run time.
  */
 
+import type { WebhookEventType } from "./schemas-webhooks.js";
+
 export type JsonObject = Record<string, unknown>;
 /** ISO 8601 date-time string. */
 export type DateTime = string;
@@ -316,19 +318,19 @@ export interface BatchActivityInput {
 // Webhooks, moderation
 // ---------------------------------------------------------------------------------------------
 
-/** Fields beyond these are not specified by the interface. */
+/** A webhook destination as every list shows it: never its signing secret. */
 export interface WebhookDestination {
   id: string;
   url: string;
-  events?: string[];
-  created_at?: DateTime;
-  [key: string]: unknown;
+  /** The event types it wants; null: every type. */
+  events: string[] | null;
+  created_at: DateTime;
 }
 
 export interface CreateWebhookInput {
   url: string;
-  /** Event types; default all. */
-  events?: string[];
+  /** Event types (contract section 3); omitted: every type. */
+  events?: WebhookEventType[];
 }
 
 export interface CreatedWebhook {
@@ -337,14 +339,16 @@ export interface CreatedWebhook {
   signing_secret: string;
 }
 
-/** Published webhook event record (operator log). Other fields are not specified. */
+/** Published webhook event record (operator log): one per event and destination. */
 export interface WebhookEventRecord {
   id: string;
+  event_id: string;
   event_type: string;
-  status: string;
+  destination_id: string;
+  /** `pending` until an attempt is answered 2xx (`published`) or given up (`failed`). */
+  status: "pending" | "published" | "failed";
   attempts: number;
   created_at: DateTime;
-  [key: string]: unknown;
 }
 
 /** Delivery body of a webhook (contract section 3). */
@@ -356,10 +360,9 @@ export interface WebhookEvent<D = unknown> {
   data: D;
 }
 
-/** Answer of `PUT /v1/moderation/blocklist`; its shape is not specified beyond 200. */
+/** Answer of `PUT` and `GET /v1/moderation/blocklist`: the terms as stored (trimmed, lower-cased, sorted). */
 export interface Blocklist {
-  terms?: string[];
-  [key: string]: unknown;
+  terms: string[];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -383,7 +386,7 @@ export interface Readiness {
   checks: ReadinessCheck[];
 }
 
-export type QueueName = "fanout" | "notify";
+export type QueueName = "fanout" | "notify" | "webhooks";
 
 export interface QueueDepth {
   queue: QueueName | (string & {});

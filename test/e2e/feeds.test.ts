@@ -1,5 +1,3 @@
-import { randomUUID } from "node:crypto";
-import { MongoClient } from "mongodb";
 import { connect } from "nats";
 import { describe, expect, inject, it } from "vitest";
 import { envelope, http, newOperator, newTenant, staffToken, type RawAnswer } from "../support/api.js";
@@ -636,16 +634,9 @@ describe("tenancy and fan-out", () => {
     const server = await t.server();
     const a = await http("POST", "/v1/feeds/user/rx/activities", { token: server, body: { actor: "user:rx", verb: "post", object: "note:1" } });
     const b = await http("POST", "/v1/feeds/user/rx/activities", { token: server, body: { actor: "user:rx", verb: "post", object: "note:2" } });
-    // Reactions have no route yet (engagement issue): store two as the engagement service will.
-    const mongo = new MongoClient(inject("mongoUrl"));
-    try {
-      await mongo.db(inject("namespace")).collection<{ _id: string; tenant_id: string; activity_id: string; user_id: string; kind: string; created_at: Date }>("reactions").insertMany([
-        { _id: randomUUID(), tenant_id: t.id, activity_id: a.body.id, user_id: "fan", kind: "like", created_at: new Date() },
-        { _id: randomUUID(), tenant_id: t.id, activity_id: a.body.id, user_id: "fan", kind: "clap", created_at: new Date() },
-        { _id: randomUUID(), tenant_id: t.id, activity_id: b.body.id, user_id: "other", kind: "like", created_at: new Date() },
-      ]);
-    } finally {
-      await mongo.close();
+    for (const [activity, user, kind] of [[a, "fan", "like"], [a, "fan", "clap"], [b, "other", "like"]] as const) {
+      const res = await http("POST", `/v1/activities/${activity.body.id}/reactions`, { token: server, body: { kind, user_id: user } });
+      expect(res.status).toBe(201);
     }
     const page = await http("GET", "/v1/feeds/user/rx", { token: await t.user("fan") });
     const own = Object.fromEntries(page.body.results.map((x: any) => [x.id, x.own_reactions]));

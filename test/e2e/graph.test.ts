@@ -205,6 +205,26 @@ describe("history on follow and unfollow", () => {
       .filter((a: any) => a.origin_feed === origin)
       .map((a: any) => a.id);
 
+  /** Until the fan-out queue (posts' fan-out and follows' history tasks) holds nothing. */
+  async function drained() {
+    for (let i = 0; ; i++) {
+      const q = await http("GET", "/v1/health/queues/fanout");
+      if (q.body.pending === 0) return;
+      if (i > 100) throw new Error("fan-out queue did not drain");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Follower-feed content is eventually consistent (contract): polls until it is `want`, 10 s at most. */
+  async function eventuallyIdsFrom(token: string, feed: string, origin: string, want: string[]) {
+    let ids: string[] = [];
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+      ids = await idsFrom(token, feed, origin);
+      if (JSON.stringify(ids) === JSON.stringify(want)) break;
+    }
+    expect(ids).toEqual(want);
+  }
+
   it("follow copies up to activity_copy_limit of the target's newest activities; unfollow removes them unless keep_history", async () => {
     const t = await newTenant();
     const server = await t.server();
@@ -218,30 +238,29 @@ describe("history on follow and unfollow", () => {
       posted.push(res.body.id);
     }
     // Let the posts' fan-out finish first, so that only the follow can bring them anywhere.
-    for (let i = 0; ; i++) {
-      const q = await http("GET", "/v1/health/queues/fanout");
-      if (q.body.pending === 0) break;
-      if (i > 100) throw new Error("fan-out queue did not drain");
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await drained();
     const newest = [...posted].reverse();
 
     expect((await http("POST", "/v1/feeds/timeline/ann/follows", { token: server, body: { target: "user:bob", activity_copy_limit: 2 } })).status).toBe(201);
-    expect(await idsFrom(server, "timeline:ann", "user:bob")).toEqual(newest.slice(0, 2));
+    await eventuallyIdsFrom(server, "timeline:ann", "user:bob", newest.slice(0, 2));
     expect((await http("DELETE", "/v1/feeds/timeline/ann/follows/user/bob?keep_history=true", { token: server })).status).toBe(204);
+    // Nothing is queued to remove them: once the queue is empty they are still there.
+    await drained();
     expect(await idsFrom(server, "timeline:ann", "user:bob")).toEqual(newest.slice(0, 2));
 
     expect((await http("POST", "/v1/feeds/timeline/ann/follows", { token: server, body: { target: "user:bob" } })).status).toBe(201);
-    expect(await idsFrom(server, "timeline:ann", "user:bob")).toEqual(newest);
+    await eventuallyIdsFrom(server, "timeline:ann", "user:bob", newest);
     expect((await http("DELETE", "/v1/feeds/timeline/ann/follows/user/bob", { token: server })).status).toBe(204);
-    expect(await idsFrom(server, "timeline:ann", "user:bob")).toEqual([]);
+    await eventuallyIdsFrom(server, "timeline:ann", "user:bob", []);
 
     expect((await http("POST", "/v1/feeds/timeline/cat/follows", { token: server, body: { target: "user:bob", activity_copy_limit: 0 } })).status).toBe(201);
+    await drained();
     expect(await idsFrom(server, "timeline:cat", "user:bob")).toEqual([]);
-    // A repeat follow copies too (a retry after a failed copy completes it); copies never duplicate.
+    // A repeat follow copies too (with its own limit); copies never duplicate.
     expect((await http("POST", "/v1/feeds/timeline/cat/follows", { token: server, body: { target: "user:bob", activity_copy_limit: 1 } })).status).toBe(200);
-    expect(await idsFrom(server, "timeline:cat", "user:bob")).toEqual(newest.slice(0, 1));
+    await eventuallyIdsFrom(server, "timeline:cat", "user:bob", newest.slice(0, 1));
     expect((await http("POST", "/v1/feeds/timeline/cat/follows", { token: server, body: { target: "user:bob", activity_copy_limit: 1 } })).status).toBe(200);
+    await drained();
     expect(await idsFrom(server, "timeline:cat", "user:bob")).toEqual(newest.slice(0, 1));
   });
 });

@@ -170,6 +170,8 @@ describe("invites and team", () => {
     const t = await newTenant();
     const owner = await newOperator(t.id, "owner");
     const member = await newOperator(t.id, "member");
+    // The session is in use (and in identity's session cache) before the disable.
+    expect((await http("GET", "/operator/me", { token: member.token })).status).toBe(200);
     const disabled = await http("POST", `/operator/team/${member.id}/disable`, { token: owner.token });
     expect(disabled.status).toBe(200);
     expect(disabled.body).toMatchObject({ id: member.id, status: "disabled" });
@@ -177,6 +179,8 @@ describe("invites and team", () => {
     expect((await http("POST", "/operator/login", { body: { email: member.email, password: PASSWORD }, ip: newIp() })).status).toBe(401);
     const enabled = await http("POST", `/operator/team/${member.id}/enable`, { token: owner.token });
     expect(enabled.body).toMatchObject({ id: member.id, status: "active" });
+    // Enabling again brings no ended session back.
+    expect((await http("GET", "/operator/me", { token: member.token })).status).toBe(401);
     expect((await http("POST", "/operator/login", { body: { email: member.email, password: PASSWORD }, ip: newIp() })).status).toBe(200);
     const listed = (await team(owner.token)).map((m) => m.id);
     expect(listed).toEqual([owner.id, member.id]);
@@ -268,14 +272,14 @@ describe("tenant console", () => {
 });
 
 describe("platform admin", () => {
-  it("is staff only: no token 401, tenant operators 403", async () => {
+  it("is staff only: no token 401, tenant operators and tenant tokens 403", async () => {
     const t = await newTenant();
     const owner = await newOperator(t.id, "owner");
     expect((await http("GET", "/admin/tenants")).status).toBe(401);
     expect((await http("GET", "/admin/tenants", { token: owner.token })).status).toBe(403);
     expect((await http("POST", "/admin/tenants", { token: owner.token, body: { name: "x" } })).status).toBe(403);
     expect((await http("GET", "/admin/queues", { token: owner.token })).status).toBe(403);
-    expect((await http("GET", "/admin/tenants", { token: await t.server() })).status).toBe(401);
+    expect((await http("GET", "/admin/tenants", { token: await t.server() })).status).toBe(403);
   });
 
   it("creates, lists, reads tenants and provisions operators", async () => {
@@ -305,6 +309,6 @@ describe("platform admin", () => {
     const missing = await http("POST", "/admin/tenants/t_nope/operators", { token: staff, body: { email: uniqueEmail(), name: "x", role: "owner" } });
     expect(missing.status).toBe(404);
     const queues = await http("GET", "/admin/queues", { token: staff });
-    expect(queues.body.queues.map((q: { queue: string }) => q.queue).sort()).toEqual(["fanout", "notify"]);
+    expect(queues.body.queues.map((q: { queue: string }) => q.queue).sort()).toEqual(["fanout", "notify", "webhooks"]);
   });
 });

@@ -152,7 +152,8 @@ describe("sdk: users", () => {
     expect(badBody.fields.map((f) => f.path)).toEqual(["custom"]);
 
     expect(await apiError(user("nobody").me())).toMatchObject({ code: "NOT_FOUND", status: 404 });
-    expect(await apiError(server.revokeTokens("ghost"))).toMatchObject({ code: "NOT_FOUND", status: 404 });
+    // Revoking a user without a record is no error (issue 8): any valid id can be revoked.
+    expect(await server.revokeTokens("ghost")).toEqual({ revoked_before: expect.any(String) });
     // A user token on a server-only route (a ServerClient sends any static token as-is).
     const userAsServer = new ServerClient({ baseUrl: baseUrl(), token: await t.user("alice") });
     expect(await apiError(userAsServer.upsertUser("alice"))).toMatchObject({ code: "FORBIDDEN", status: 403 });
@@ -792,6 +793,7 @@ describe("sdk: platform admin", () => {
       queues: [
         { queue: "fanout", pending: expect.any(Number), dlq_depth: expect.any(Number) },
         { queue: "notify", pending: expect.any(Number), dlq_depth: expect.any(Number) },
+        { queue: "webhooks", pending: expect.any(Number), dlq_depth: expect.any(Number) },
       ],
     });
 

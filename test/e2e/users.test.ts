@@ -23,6 +23,17 @@ describe("users", () => {
     expect(envelope(noRecord).code).toBe("NOT_FOUND");
   });
 
+  it("concurrent first upserts of one user: one 201, the others 200, none fails", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    for (let round = 0; round < 5; round++) {
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => http("PUT", `/v1/users/racer${round}`, { token: server, body: { custom: { i } } })),
+      );
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
+    }
+  });
+
   it("validates ids and bodies", async () => {
     const t = await newTenant();
     const server = await t.server();

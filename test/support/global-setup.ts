@@ -7,6 +7,8 @@ import { testInfra } from "./infra.js";
 declare module "vitest" {
   export interface ProvidedContext {
     baseUrl: string;
+    /** The gateway process's Prometheus `GET /metrics` URL. */
+    metricsUrl: string;
     namespace: string;
     staffEmail: string;
     staffPassword: string;
@@ -31,13 +33,15 @@ export async function startForProject(project: TestProject, split: boolean) {
       FEEDS_NAMESPACE: namespace,
       BOOTSTRAP_STAFF_EMAIL: staffEmail,
       BOOTSTRAP_STAFF_PASSWORD: staffPassword,
-      // Tests give each client its own address through X-Forwarded-For.
+      // One proxy hop: tests give each client its own address as the right-most (or only)
+      // X-Forwarded-For entry, as the proxy in front of the gateway would append it.
       TRUST_PROXY: "1",
       WEBHOOK_ALLOW_PRIVATE: "1",
       LOG_LEVEL: "warn",
     },
   });
   project.provide("baseUrl", system.url);
+  project.provide("metricsUrl", system.metrics.gateway ?? "");
   project.provide("namespace", namespace);
   project.provide("staffEmail", staffEmail);
   project.provide("staffPassword", staffPassword);

@@ -1,16 +1,10 @@
-import { isId, isoOf } from "@feeds/kit";
-import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
+import { isoOf } from "@feeds/kit";
 import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
-import type { User } from "@feeds/proto/feeds/identity/v1/identity";
 import { customOf } from "../json.js";
 
-// Protobuf activities and objects → the interface's JSON resources (interface section 2).
-
-/** `actor_user`: the shape it has on a notification. */
-export interface ActorUserJson {
-  id: string;
-  custom: Record<string, unknown>;
-}
+// Protobuf activities and objects → the interface's JSON resources (interface section 2). The
+// Activity mapping lives in kit: activity.* webhook events carry the same JSON.
+export { activityJson, actorUserId, actorUserJson, type ActivityJson, type ActivityView, type ActorUserJson } from "@feeds/kit";
 
 export interface ObjectJson {
   type: string;
@@ -18,34 +12,6 @@ export interface ObjectJson {
   custom: Record<string, unknown>;
   updated_at: string | null;
 }
-
-export interface ActivityJson {
-  id: string;
-  actor: string;
-  verb: string;
-  object: string;
-  target: string | null;
-  foreign_id: string | null;
-  time: string | null;
-  custom: Record<string, unknown>;
-  origin_feed: string;
-  reaction_counts: Record<string, number>;
-  actor_user: ActorUserJson | null;
-  own_reactions?: string[];
-  refs: string[];
-  edited_at: string | null;
-  version: number;
-  deleted_at?: string | null;
-}
-
-/** The user id an actor names (`user:<id>`), or null for any other actor. */
-export function actorUserId(actor: string): string | null {
-  if (!actor.startsWith("user:")) return null;
-  const id = actor.slice("user:".length);
-  return isId(id) ? id : null;
-}
-
-export const actorUserJson = (u: User): ActorUserJson => ({ id: u.id, custom: customOf(u.customJson) });
 
 export const objectJson = (o: FeedObject): ObjectJson => ({
   type: o.type,
@@ -60,31 +26,3 @@ export function splitRef(ref: string): { type: string; id: string } | null {
   return at > 0 && at < ref.length - 1 ? { type: ref.slice(0, at), id: ref.slice(at + 1) } : null;
 }
 
-export interface ActivityView {
-  actorUser: ActorUserJson | null;
-  /** Present for user tokens only (server tokens and operators have no end-user identity). */
-  ownReactions?: string[];
-  /** Inspector views add `deleted_at`. */
-  withDeletedAt?: boolean;
-}
-
-export function activityJson(a: Activity, view: ActivityView): ActivityJson {
-  return {
-    id: a.id,
-    actor: a.actor,
-    verb: a.verb,
-    object: a.object,
-    target: a.target ?? null,
-    foreign_id: a.foreignId ?? null,
-    time: isoOf(a.time),
-    custom: customOf(a.customJson),
-    origin_feed: a.originFeed,
-    reaction_counts: Object.fromEntries(Object.entries(a.reactionCounts).map(([k, n]) => [k, Number(n)])),
-    actor_user: view.actorUser,
-    ...(view.ownReactions ? { own_reactions: view.ownReactions } : {}),
-    refs: [...a.refs],
-    edited_at: isoOf(a.editedAt),
-    version: Number(a.version),
-    ...(view.withDeletedAt ? { deleted_at: isoOf(a.deletedAt) } : {}),
-  };
-}

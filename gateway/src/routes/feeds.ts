@@ -25,7 +25,7 @@ function activityId(id: string): string {
 }
 
 /** `If-None-Match` holds the current ETag (a list, weak forms, or `*`)? */
-function matchesEtag(header: string | undefined, etag: string): boolean {
+export function matchesEtag(header: string | undefined, etag: string): boolean {
   if (!header) return false;
   return header.split(",").some((t) => {
     const tag = t.trim().replace(/^W\//, "");

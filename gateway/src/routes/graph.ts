@@ -39,11 +39,8 @@ export function graphRoutes(r: RouteTable, clients: Clients) {
     body: followBody,
     async handler({ params, body, call, reply }) {
       const source = { group: params.group, id: params.id };
-      const res = await clients.graph.follow({ source, target: body.target }, call);
-      // Also on an existing edge: a retry after a failed copy completes it (copies are idempotent).
-      if (body.activity_copy_limit > 0) {
-        await clients.feed.copyHistory({ source, target: body.target, limit: body.activity_copy_limit }, call);
-      }
+      // The graph records the history copy with the edge and completes it from its outbox.
+      const res = await clients.graph.follow({ source, target: body.target, activityCopyLimit: body.activity_copy_limit }, call);
       reply.code(res.created ? 201 : 200);
       return res.follow && followJson(res.follow);
     },
@@ -61,9 +58,8 @@ export function graphRoutes(r: RouteTable, clients: Clients) {
     async handler({ params, query, call }) {
       const source = { group: params.group, id: params.id };
       const target = { group: params.target_group, id: params.target_id };
-      await clients.graph.unfollow({ source, target }, call);
-      // Also without an edge: a retry after a failed removal completes it.
-      if (query.keep_history !== "true") await clients.feed.removeHistory({ source, target }, call);
+      // The graph records the history removal with the edge change and completes it from its outbox.
+      await clients.graph.unfollow({ source, target, keepHistory: query.keep_history === "true" }, call);
       return undefined;
     },
   });

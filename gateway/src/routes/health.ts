@@ -1,5 +1,5 @@
 import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
-import { queueDepth, serviceNames, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { createWorkerBeats, queueDepth, serviceNames, workerNames, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { queueParams } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import type { Clients } from "../system.js";
@@ -31,6 +31,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
   const { config, clients } = deps;
   const tags = ["health"];
   const ms = config.READY_CHECK_TIMEOUT_MS;
+  const beats = createWorkerBeats(deps.redis);
 
   const checks: { name: string; run: () => Promise<unknown> }[] = [
     { name: "mongodb", run: () => deps.mongo.db.command({ ping: 1 }) },
@@ -44,6 +45,16 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
       },
     })),
   ];
+  // A worker whose every consumer loop stopped beating (crashed, stopped). Asked only while NATS
+  // (what they consume) and Redis (where they beat) answer: otherwise that dependency is the news.
+  const workerChecks = workerNames.map((w) => ({
+    name: `worker:${w}`,
+    run: async () => {
+      if (!(await beats.alive(w))) throw new Error("no live consumer");
+    },
+  }));
+  const runAll = (list: typeof checks) =>
+    Promise.all(list.map(async (c) => ({ name: c.name, ok: await within(ms, c.run()).then(() => true, () => false) })));
 
   r.add({
     method: "GET",
@@ -63,15 +74,8 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     summary: "Readiness of every dependency (503 naming the failing one)",
     tags,
     async handler({ reply }) {
-      const results = await Promise.all(
-        checks.map(async (c) => ({
-          name: c.name,
-          ok: await within(ms, c.run()).then(
-            () => true,
-            () => false,
-          ),
-        })),
-      );
+      const results = await runAll(checks);
+      if (results.every((c) => c.ok || (c.name !== "nats" && c.name !== "redis"))) results.push(...(await runAll(workerChecks)));
       const ok = results.every((c) => c.ok);
       reply.code(ok ? 200 : 503);
       return { status: ok ? "ok" : "unavailable", checks: results };
@@ -82,7 +86,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     method: "GET",
     url: "/v1/health/queues/:queue",
     auth: "none",
-    summary: "Work-queue and dead-letter depth (fanout or notify)",
+    summary: "Work-queue and dead-letter depth (fanout, notify or webhooks)",
     tags,
     params: queueParams,
     async handler({ params }) {

@@ -1,12 +1,13 @@
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   MAX_CUSTOM_BYTES,
-  callerOf,
-  forbidden,
+  checkPatchPaths,
   internal,
   isId,
   notFound,
+  patchCustomJson,
+  requireServer,
   requireTenant,
   toTimestamp,
   validationFailed,
@@ -62,97 +63,12 @@ function checkObject(o: ObjectInput): FieldError[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Patch paths: `set` keys and `unset` entries name a field inside custom, `custom.a.b`.
+// Patches: kit's one path walker (`checkPatchPaths`, `patchCustomJson`) holds the path rules.
 
-/** `custom.` followed by one or more non-empty segments separated by dots. */
-export const PATCH_PATH = /^custom\.[^.]+(?:\.[^.]+)*$/;
-const MAX_PATH_LENGTH = 1024;
-const MAX_UNSET = 100;
-const PATH_RULE = "must be a path under custom. (e.g. custom.title)";
-
-/**
- * The rules of a patch that need no stored data: at least one path, every path has the
- * `custom.` shape, and no two paths overlap (the same field twice, or a field and one inside
- * it), since their order would be ambiguous. Errors name `set.<key>` or `unset.<index>`.
- */
-export function checkPatchPaths(setKeys: readonly string[], unset: readonly string[]): FieldError[] {
-  const errors: FieldError[] = [];
+/** At least one path; the rest is kit's: `custom.` paths, no reserved segments, no overlaps. */
+function checkPatch(setKeys: readonly string[], unset: readonly string[]): FieldError[] {
   if (setKeys.length === 0 && unset.length === 0) return [{ path: "", message: "set or unset is required" }];
-  if (unset.length > MAX_UNSET) errors.push({ path: "unset", message: `at most ${MAX_UNSET} paths` });
-  const fields = new Set<string>();
-  const parents = new Map<string, string>(); // a field above some path → that path
-  const entries = [
-    ...setKeys.map((path) => ({ path, at: `set.${path}` })),
-    ...unset.map((path, i) => ({ path, at: `unset.${i}` })),
-  ];
-  for (const { path, at } of entries) {
-    if (path.length > MAX_PATH_LENGTH || !PATCH_PATH.test(path)) {
-      errors.push({ path: at, message: PATH_RULE });
-      continue;
-    }
-    const segments = path.split(".");
-    const prefixes: string[] = [];
-    for (let k = 2; k < segments.length; k++) prefixes.push(segments.slice(0, k).join("."));
-    const clash = fields.has(path) ? path : (parents.get(path) ?? prefixes.find((p) => fields.has(p)));
-    if (clash !== undefined) {
-      errors.push({ path: at, message: `conflicts with ${clash}` });
-      continue;
-    }
-    fields.add(path);
-    for (const p of prefixes) if (!parents.has(p)) parents.set(p, path);
-  }
-  return errors;
-}
-
-const own = (o: JsonObject, k: string): unknown => (Object.hasOwn(o, k) ? o[k] : undefined);
-// A plain own property even for names such as `__proto__`: stored JSON never reaches a prototype.
-const define = (o: JsonObject, k: string, value: unknown) =>
-  Object.defineProperty(o, k, { value, writable: true, enumerable: true, configurable: true });
-
-/**
- * Applies checked paths to `custom` (changed in place): `set` creates missing parents, `unset` of
- * a missing field is a no-op. Setting below a value that is not an object is an error naming
- * `set.<key>`; arrays are values, never traversed.
- */
-export function applyPatch(
-  custom: JsonObject,
-  set: Readonly<JsonObject>,
-  unset: readonly string[],
-): { custom: JsonObject; errors: FieldError[] } {
-  const errors: FieldError[] = [];
-  for (const [path, value] of Object.entries(set)) {
-    const segments = path.split(".").slice(1);
-    const leaf = segments.pop() as string;
-    let node: JsonObject | null = custom;
-    for (const [i, segment] of segments.entries()) {
-      const child: unknown = own(node, segment);
-      if (child === undefined) {
-        const created: JsonObject = {};
-        define(node, segment, created);
-        node = created;
-      } else if (isObject(child)) {
-        node = child;
-      } else {
-        const parent = ["custom", ...segments.slice(0, i + 1)].join(".");
-        errors.push({ path: `set.${path}`, message: `${parent} is not an object` });
-        node = null;
-        break;
-      }
-    }
-    if (node) define(node, leaf, value);
-  }
-  for (const path of unset) {
-    const segments = path.split(".").slice(1);
-    const leaf = segments.pop() as string;
-    let node: JsonObject | null = custom;
-    for (const segment of segments) {
-      const child: unknown = own(node, segment);
-      node = isObject(child) ? child : null;
-      if (!node) break;
-    }
-    if (node && Object.hasOwn(node, leaf)) delete node[leaf];
-  }
-  return { custom, errors };
+  return checkPatchPaths(setKeys, unset);
 }
 
 function parseSet(setJson: string): { set: JsonObject; errors: FieldError[] } {
@@ -168,14 +84,6 @@ function parseSet(setJson: string): { set: JsonObject; errors: FieldError[] } {
 
 // ---------------------------------------------------------------------------------------------
 
-/** Writes are for the tenant's server (and internal callers); users and operators are refused. */
-function requireWriter(ctx: HandlerContext): string {
-  const tenant = requireTenant(ctx);
-  const kind = callerOf(ctx).kind;
-  if (kind === "user" || kind === "operator") throw forbidden("server token required");
-  return tenant;
-}
-
 function refOf(ref: ObjectRef | undefined): ObjectKey {
   const key = { type: ref?.type ?? "", id: ref?.id ?? "" };
   const errors = checkRef(key.type, key.id);
@@ -188,7 +96,7 @@ export function createCatalogService(deps: CatalogServiceDeps): ServiceImpl<type
 
   return {
     async putObject(req, ctx) {
-      const tenant = requireWriter(ctx);
+      const tenant = requireServer(ctx);
       const errors = checkObject(req);
       if (errors.length) throw validationFailed(errors);
       const { doc, created } = await objects.put(tenant, { type: req.type, id: req.id, customJson: req.customJson || "{}" });
@@ -214,11 +122,11 @@ export function createCatalogService(deps: CatalogServiceDeps): ServiceImpl<type
     },
 
     async patchObject(req, ctx) {
-      const tenant = requireWriter(ctx);
+      const tenant = requireServer(ctx);
       const { set, errors: setErrors } = parseSet(req.setJson);
       const errors = [
         ...checkRef(req.ref?.type ?? "", req.ref?.id ?? ""),
-        ...(setErrors.length ? setErrors : checkPatchPaths(Object.keys(set), req.unset)),
+        ...(setErrors.length ? setErrors : checkPatch(Object.keys(set), req.unset)),
       ];
       if (errors.length) throw validationFailed(errors);
       const { type, id } = refOf(req.ref);
@@ -227,12 +135,7 @@ export function createCatalogService(deps: CatalogServiceDeps): ServiceImpl<type
         for (let attempt = 0; attempt < PATCH_ATTEMPTS; attempt++) {
           const current = await objects.get(tenant, type, id);
           if (!current) throw notFound("object not found");
-          const patched = applyPatch(JSON.parse(current.custom_json || "{}") as JsonObject, set, req.unset);
-          if (patched.errors.length) throw validationFailed(patched.errors);
-          const customJson = JSON.stringify(patched.custom);
-          if (Buffer.byteLength(customJson) > MAX_CUSTOM_BYTES) {
-            throw validationFailed([{ path: "custom", message: "must be at most 64 KB after the patch" }]);
-          }
+          const customJson = patchCustomJson(current.custom_json, set, req.unset);
           const next = await objects.replaceCustom(tenant, current, customJson);
           if (next) return next;
         }
@@ -242,14 +145,14 @@ export function createCatalogService(deps: CatalogServiceDeps): ServiceImpl<type
     },
 
     async deleteObject(req, ctx) {
-      const tenant = requireWriter(ctx);
+      const tenant = requireServer(ctx);
       const { type, id } = refOf(req.ref);
       if (!(await objects.delete(tenant, type, id))) throw notFound("object not found");
       return {};
     },
 
     async bulkPutObjects(req, ctx) {
-      const tenant = requireWriter(ctx);
+      const tenant = requireServer(ctx);
       if (req.objects.length > MAX_BULK_OBJECTS) {
         throw validationFailed([{ path: "objects", message: `at most ${MAX_BULK_OBJECTS} items` }]);
       }

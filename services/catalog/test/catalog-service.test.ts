@@ -1,6 +1,7 @@
-import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createLogger, createServerInterceptor, fromRpcError, scope, type Caller } from "@feeds/kit";
+import { createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport } from "@feeds/kit";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 import { createCatalogService } from "../src/routes.js";
 import type { ObjectDoc, ObjectInput, ObjectKey, ObjectRepository } from "../src/object-repository.js";
@@ -44,9 +45,7 @@ function fakeRepository(opts: { failIds?: string[]; casMisses?: number } = {}) {
 
 function client(repo: ObjectRepository) {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  const transport = createRouterTransport((router) => router.service(CatalogService, createCatalogService({ objects: repo })), {
-    router: { interceptors: [createServerInterceptor(log)] },
-  });
+  const transport = createLocalTransport((router) => router.service(CatalogService, createCatalogService({ objects: repo })), log, createInternalAuth(randomBytes(32)));
   return createClient(CatalogService, transport);
 }
 
@@ -78,11 +77,11 @@ describe("catalog service", () => {
     expect((await c.putObject({ type: "a", id: "b", customJson: '{"x":1}' }, server)).created).toBe(false);
   });
 
-  it("writes refuse users and operators; reads are open", async () => {
+  it("writes refuse users, operators and anonymous callers; reads are open", async () => {
     const { repo } = fakeRepository();
     const c = client(repo);
     await c.putObject({ type: "a", id: "b", customJson: "{}" }, server);
-    for (const caller of [{ kind: "user", userId: "u" }, { kind: "operator", operatorId: "o" }] as const) {
+    for (const caller of [{ kind: "user", userId: "u" }, { kind: "operator", operatorId: "o" }, { kind: "anonymous" }] as const) {
       const call = as(caller);
       expect((await failure(c.putObject({ type: "a", id: "b", customJson: "{}" }, call))).code).toBe("FORBIDDEN");
       expect((await failure(c.patchObject({ ref: { type: "a", id: "b" }, setJson: '{"custom.x":1}' }, call))).code).toBe("FORBIDDEN");

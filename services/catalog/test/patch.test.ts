@@ -1,81 +1,97 @@
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { applyPatch, checkPatchPaths } from "../src/routes.js";
+import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, scope } from "@feeds/kit";
+import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
+import { createCatalogService } from "../src/routes.js";
+import type { ObjectDoc, ObjectRepository } from "../src/object-repository.js";
 
-const paths = (errors: { path: string }[]) => errors.map((e) => e.path);
+// The catalog's patch goes through kit's one path walker (its rules are tested in
+// kit/test/json-path*.test.ts): here, that the service uses it, before and after the lookup.
 
-describe("checkPatchPaths", () => {
-  it("accepts paths under custom.", () => {
-    expect(checkPatchPaths(["custom.a", "custom.b.c", "custom.$x", "custom.a-b.@c"], ["custom.d", "custom.b.d"])).toEqual([]);
+/** One stored object `a:b`, counting lookups; only what patchObject calls. */
+function oneObject(customJson: string) {
+  let doc: ObjectDoc = { _id: "t1/a/b", tenant_id: "t1", type: "a", id: "b", custom_json: customJson, updated_at: new Date() };
+  const calls = { get: 0 };
+  const unused = () => Promise.reject(new Error("not used by patchObject"));
+  const repo: ObjectRepository = {
+    get: async (_t, type, id) => {
+      calls.get++;
+      return type === doc.type && id === doc.id ? doc : null;
+    },
+    withObjectLock: async (_t, _type, _id, fn) => fn(),
+    replaceCustom: async (_t, _prev, custom_json) => (doc = { ...doc, custom_json, updated_at: new Date() }),
+    getMany: unused,
+    put: unused,
+    putMany: unused,
+    delete: unused,
+  };
+  const log = createLogger({ LOG_LEVEL: "silent" }, "test");
+  const transport = createLocalTransport(
+    (router) => router.service(CatalogService, createCatalogService({ objects: repo })),
+    log,
+    createInternalAuth(randomBytes(32)),
+  );
+  return { c: createClient(CatalogService, transport), calls, stored: () => doc.custom_json };
+}
+
+const server = scope({ tenantId: "t1", caller: { kind: "server" } });
+const ref = { type: "a", id: "b" };
+
+async function failure(p: Promise<unknown>) {
+  try {
+    await p;
+  } catch (e) {
+    const err = fromRpcError(e);
+    return { code: err.code, fields: err.fields };
+  }
+  throw new Error("expected a failure");
+}
+
+describe("catalog patchObject", () => {
+  it("refuses __proto__, constructor and prototype segments before the lookup, changing nothing", async () => {
+    const { c, calls, stored } = oneObject('{"k":1}');
+    const setJson = '{"custom.__proto__.polluted":"yes","custom.constructor.prototype.polluted":"yes"}';
+    expect(await failure(c.patchObject({ ref, setJson, unset: ["custom.__proto__.hasOwnProperty"] }, server))).toEqual({
+      code: "VALIDATION_FAILED",
+      fields: [
+        { path: "set.custom.__proto__.polluted", message: "must not contain a __proto__, constructor or prototype segment" },
+        { path: "set.custom.constructor.prototype.polluted", message: "must not contain a __proto__, constructor or prototype segment" },
+        { path: "unset.0", message: "must not contain a __proto__, constructor or prototype segment" },
+      ],
+    });
+    expect(calls.get).toBe(0);
+    expect(stored()).toBe('{"k":1}');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(typeof Object.prototype.hasOwnProperty).toBe("function");
   });
 
-  it("names every path outside custom. by where it was sent", () => {
-    const errors = checkPatchPaths(["title", "custom", "custom.", "custom..a", "custom.a.", "customx.a", ".custom.a"], ["id", "custom.ok", "custom. "]);
-    expect(paths(errors)).toEqual([
+  it("needs set or unset, and names paths outside custom.", async () => {
+    const { c } = oneObject("{}");
+    expect(await failure(c.patchObject({ ref, setJson: "{}" }, server))).toEqual({
+      code: "VALIDATION_FAILED",
+      fields: [{ path: "", message: "set or unset is required" }],
+    });
+    expect((await failure(c.patchObject({ ref, setJson: '{"title":1,"custom.a":1,"custom.a.b":2}', unset: ["x"] }, server))).fields.map((f) => f.path)).toEqual([
       "set.title",
-      "set.custom",
-      "set.custom.",
-      "set.custom..a",
-      "set.custom.a.",
-      "set.customx.a",
-      "set..custom.a",
+      "set.custom.a.b",
       "unset.0",
     ]);
-    expect(errors[0]?.message).toContain("custom.");
   });
 
-  it("refuses overlapping paths in either order", () => {
-    expect(paths(checkPatchPaths(["custom.a", "custom.a.b"], []))).toEqual(["set.custom.a.b"]);
-    expect(paths(checkPatchPaths(["custom.a.b", "custom.a"], []))).toEqual(["set.custom.a"]);
-    expect(paths(checkPatchPaths(["custom.a"], ["custom.a"]))).toEqual(["unset.0"]);
-    expect(paths(checkPatchPaths([], ["custom.x", "custom.x"]))).toEqual(["unset.1"]);
-    expect(paths(checkPatchPaths(["custom.a.b.c"], ["custom.a"]))).toEqual(["unset.0"]);
-    expect(checkPatchPaths(["custom.a.b.c"], ["custom.a"])[0]?.message).toBe("conflicts with custom.a.b.c");
-    // Siblings and shared prefixes of a name are not overlaps.
-    expect(checkPatchPaths(["custom.a", "custom.ab", "custom.a-b.c"], ["custom.b.a"])).toEqual([]);
+  it("writes inherited names (toString, hasOwnProperty) as plain own data", async () => {
+    const { c, stored } = oneObject('{"k":1}');
+    const res = await c.patchObject({ ref, setJson: '{"custom.toString.x":1,"custom.hasOwnProperty":2}', unset: ["custom.valueOf"] }, server);
+    expect(res.object?.customJson).toBe('{"k":1,"toString":{"x":1},"hasOwnProperty":2}');
+    expect(stored()).toBe(res.object?.customJson);
   });
 
-  it("needs at least one path and at most 100 unset paths", () => {
-    expect(checkPatchPaths([], [])).toEqual([{ path: "", message: "set or unset is required" }]);
-    const many = Array.from({ length: 101 }, (_, i) => `custom.k${i}`);
-    expect(paths(checkPatchPaths([], many))).toEqual(["unset"]);
-    expect(paths(checkPatchPaths([`custom.${"x".repeat(1100)}`], []))).toEqual([`set.custom.${"x".repeat(1100)}`]);
-  });
-});
-
-describe("applyPatch", () => {
-  it("sets values, creating missing parents", () => {
-    const { custom, errors } = applyPatch({ a: 1, m: { x: 1 } }, { "custom.a": { b: 2 }, "custom.m.y": [1], "custom.n.o.p": null }, []);
-    expect(errors).toEqual([]);
-    expect(custom).toEqual({ a: { b: 2 }, m: { x: 1, y: [1] }, n: { o: { p: null } } });
-  });
-
-  it("unsets fields; a missing one is a no-op", () => {
-    const { custom, errors } = applyPatch({ a: 1, m: { x: 1, y: 2 }, s: "str" }, {}, ["custom.a", "custom.m.x", "custom.zz", "custom.q.r", "custom.s.len"]);
-    expect(errors).toEqual([]);
-    expect(custom).toEqual({ m: { y: 2 }, s: "str" });
-  });
-
-  it("refuses to set below a value that is not an object, naming the path", () => {
-    const { errors } = applyPatch({ s: "str", arr: [1], nul: null, m: { n: 5 } }, { "custom.s.x": 1, "custom.arr.0": 2, "custom.nul.a": 3, "custom.m.n.o": 4, "custom.ok": 5 }, []);
-    expect(errors).toEqual([
-      { path: "set.custom.s.x", message: "custom.s is not an object" },
-      { path: "set.custom.arr.0", message: "custom.arr is not an object" },
-      { path: "set.custom.nul.a", message: "custom.nul is not an object" },
-      { path: "set.custom.m.n.o", message: "custom.m.n is not an object" },
-    ]);
-  });
-
-  it("keeps names such as __proto__ as plain data, never reaching a prototype", () => {
-    const set = JSON.parse('{"custom.__proto__.polluted": true, "custom.constructor": 1}') as Record<string, unknown>;
-    const { custom, errors } = applyPatch({}, set, []);
-    expect(errors).toEqual([]);
-    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
-    expect(Object.getPrototypeOf(custom)).toBe(Object.prototype);
-    expect(JSON.parse(JSON.stringify(custom))).toEqual(JSON.parse('{"__proto__": {"polluted": true}, "constructor": 1}'));
-    const removed = applyPatch(custom, {}, ["custom.__proto__"]).custom;
-    expect(JSON.stringify(removed)).toBe('{"constructor":1}');
-    // A path through an inherited name finds nothing to unset.
-    expect(applyPatch({ a: 1 }, {}, ["custom.toString"]).custom).toEqual({ a: 1 });
-    expect(applyPatch({}, { "custom.toString.x": 1 }, []).custom).toEqual({ toString: { x: 1 } });
+  it("below a stored value that is not an object: VALIDATION_FAILED naming the path", async () => {
+    const { c, stored } = oneObject('{"s":"str"}');
+    expect(await failure(c.patchObject({ ref, setJson: '{"custom.s.x":1,"custom.ok":1}' }, server))).toEqual({
+      code: "VALIDATION_FAILED",
+      fields: [{ path: "set.custom.s.x", message: "custom.s is not an object" }],
+    });
+    expect(stored()).toBe('{"s":"str"}');
   });
 });

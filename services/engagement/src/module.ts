@@ -1,13 +1,89 @@
 import type { Db } from "mongodb";
-import type { ServiceModule } from "@feeds/kit";
+import {
+  createEventOutbox,
+  createLocks,
+  ensureQueue,
+  fromRpcError,
+  type Clients,
+  type Logger,
+  type Nats,
+  type RedisConn,
+  type ServiceModule,
+} from "@feeds/kit";
 import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
+import { createActivities } from "./activities.js";
+import { createModeration } from "./blocklist.js";
+import { createCommentRepository } from "./comment-repository.js";
+import { createCountedWrites } from "./counted-writes.js";
+import { createCountBatcher } from "./count-batcher.js";
+import { createConfirm } from "./events.js";
+import { createKeyLocks } from "./key-locks.js";
+import { createMarkRepository } from "./mark-repository.js";
+import { createOwnReactions } from "./own-reactions.js";
 import { createReactionRepository } from "./reaction-repository.js";
+import { createReactionWrites } from "./reaction-writes.js";
+import { createRecountRelay } from "./recount-relay.js";
+import { createRecounts } from "./recounts.js";
 import { createEngagementService } from "./routes.js";
 
-/** The engagement service: reactions (the caller's own, for feed enrichment, so far). */
-export async function createEngagementModule(deps: { db: Db }): Promise<ServiceModule> {
+/** The engagement service: reactions with exact counts, comments with one level of replies, the blocklist. */
+export async function createEngagementModule(deps: {
+  db: Db;
+  redis: RedisConn;
+  nats: Nats;
+  /** The feed service: live activities and their reaction counts. */
+  peers: () => Pick<Clients, "feed">;
+  log: Logger;
+  /** Run the outbox and recount relays in this process (default true). */
+  worker?: boolean;
+}): Promise<ServiceModule> {
+  await ensureQueue(deps.nats, "notify");
   const reactions = createReactionRepository(deps.db);
-  await reactions.ensureIndexes();
-  const impl = createEngagementService({ reactions });
-  return { name: "engagement", routes: (router) => router.service(EngagementService, impl) };
+  const comments = createCommentRepository(deps.db);
+  const marks = createMarkRepository(deps.db);
+  const activities = createActivities(deps.peers);
+  const recounts = createRecounts({ reactions, comments, activities });
+  const counted = createCountedWrites({
+    locks: createKeyLocks(createLocks(deps.db, "engagement_locks")),
+    marks,
+    recounts: { reactions: recounts.reactions, replies: recounts.replies },
+  });
+  const recountReactions = async (tenantId: string, activityId: string) => {
+    await counted.repair("reactions", tenantId, activityId).catch((e: unknown) => {
+      if (fromRpcError(e).code !== "NOT_FOUND") throw e;
+    });
+  };
+  const outbox = createEventOutbox({
+    db: deps.db,
+    nats: deps.nats,
+    log: deps.log,
+    collection: "engagement_outbox",
+    confirm: createConfirm({ reactions, comments, recount: recountReactions }),
+  });
+  await Promise.all([reactions.ensureIndexes(), comments.ensureIndexes(), marks.ensureIndexes(), outbox.ensureIndexes()]);
+  const own = createOwnReactions({ reactions, redis: deps.redis });
+  const counts = createCountBatcher((tenantId, activityId, kinds, changes) =>
+    counted.withLock("reactions", tenantId, activityId, (lease) => recounts.reactionKinds(tenantId, activityId, kinds, changes, lease)),
+  );
+  const writes = createReactionWrites({ outbox, counts, counted, own });
+  const relay = createRecountRelay({ marks, counted, log: deps.log });
+  const moderation = createModeration(deps.db);
+  const impl = createEngagementService({
+    reactions: { reactions, activities, writes, own },
+    comments: { comments, activities, counted, recounts, moderation, outbox },
+    moderation,
+  });
+  return {
+    name: "engagement",
+    routes: (router) => router.service(EngagementService, impl),
+    async start() {
+      if (deps.worker === false) return;
+      outbox.startRelay();
+      relay.start();
+    },
+    async stop() {
+      relay.stop();
+      outbox.stop();
+    },
+  };
 }

@@ -1,21 +1,14 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { isId, requireTenant } from "@feeds/kit";
 import type { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
-import type { ReactionRepository } from "./reaction-repository.js";
+import { createCommentRoutes, type CommentRoutesDeps } from "./comment-routes.js";
+import { createModerationRoutes } from "./moderation-routes.js";
+import { createReactionRoutes, type ReactionRoutesDeps } from "./reaction-routes.js";
 
-export function createEngagementService(deps: { reactions: ReactionRepository }): ServiceImpl<typeof EngagementService> {
-  return {
-    async listOwnReactions(req, ctx) {
-      const tenantId = requireTenant(ctx);
-      const ids = [...new Set(req.activityIds)].slice(0, 1000);
-      if (!isId(req.userId) || !ids.length) return { reactions: [] };
-      const kinds = new Map<string, string[]>();
-      for (const r of await deps.reactions.ofUser(tenantId, req.userId, ids)) {
-        const list = kinds.get(r.activity_id) ?? [];
-        if (!list.includes(r.kind)) list.push(r.kind);
-        kinds.set(r.activity_id, list);
-      }
-      return { reactions: [...kinds].map(([activityId, k]) => ({ activityId, kinds: k.sort() })) };
-    },
-  };
+/** The engagement service: reactions, comments with replies, and the comment blocklist. */
+export function createEngagementService(deps: {
+  reactions: ReactionRoutesDeps;
+  comments: CommentRoutesDeps;
+  moderation: Parameters<typeof createModerationRoutes>[0]["moderation"];
+}): ServiceImpl<typeof EngagementService> {
+  return { ...createReactionRoutes(deps.reactions), ...createCommentRoutes(deps.comments), ...createModerationRoutes({ moderation: deps.moderation }) };
 }

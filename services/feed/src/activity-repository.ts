@@ -1,4 +1,5 @@
 import type { Collection, Db } from "mongodb";
+import type { CountSignal } from "@feeds/kit";
 
 export interface ActivityDoc {
   _id: string; // activity id (uuid)
@@ -28,6 +29,9 @@ interface IdentityDoc {
   activity_id: string;
   deleted: boolean;
   created_at: Date;
+  /** The first writer's activity, as it is to be stored under `activity_id` (absent on claims
+   * written before claims carried it). */
+  activity?: ActivityDoc;
 }
 
 const identityKey = (tenantId: string, foreignId: string, time: Date) => `${tenantId}/${foreignId}/${time.getTime()}`;
@@ -42,11 +46,11 @@ export function createActivityRepository(db: Db) {
       await activities.createIndex({ tenant_id: 1, origin_feed: 1, time: -1, _id: -1 });
       await activities.createIndex({ fanout_pending: 1 });
     },
-    /** Claims a (foreign_id, time) identity for `activityId`; answers the existing claim when taken. */
-    async claimIdentity(tenantId: string, foreignId: string, time: Date, activityId: string): Promise<IdentityDoc | null> {
-      const _id = identityKey(tenantId, foreignId, time);
+    /** Claims `doc`'s (foreign_id, time) identity for `doc`; answers the existing claim when taken. */
+    async claimIdentity(doc: ActivityDoc, foreignId: string): Promise<IdentityDoc | null> {
+      const _id = identityKey(doc.tenant_id, foreignId, doc.time);
       try {
-        await identities.insertOne({ _id, activity_id: activityId, deleted: false, created_at: new Date() });
+        await identities.insertOne({ _id, activity_id: doc._id, deleted: false, created_at: doc.created_at, activity: doc });
         return null;
       } catch (e) {
         if ((e as { code?: unknown }).code !== 11000) throw e;
@@ -56,6 +60,8 @@ export function createActivityRepository(db: Db) {
     burnIdentity: (tenantId: string, foreignId: string, time: Date) =>
       identities.updateOne({ _id: identityKey(tenantId, foreignId, time) }, { $set: { deleted: true } }),
     insert: (doc: ActivityDoc) => activities.insertOne(doc),
+    /** Activities of the tenant, tombstones included (the console's count). */
+    count: (tenantId: string) => activities.countDocuments({ tenant_id: tenantId }),
     get: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }),
     getMany: (tenantId: string, ids: string[]) =>
       ids.length ? activities.find({ _id: { $in: ids }, tenant_id: tenantId }).toArray() : Promise.resolve([]),
@@ -89,3 +95,23 @@ export function createActivityRepository(db: Db) {
 }
 
 export type ActivityRepository = ReturnType<typeof createActivityRepository>;
+
+/**
+ * The repository moving the console's activity signal after each write that changes what the
+ * inspector lists: an insert (one more), a compare-and-set (patch, delete, reaction counts).
+ */
+export function withConsoleSignal(repo: ActivityRepository, signal: CountSignal): ActivityRepository {
+  return {
+    ...repo,
+    async insert(doc) {
+      const res = await repo.insert(doc);
+      await signal.bump(doc.tenant_id, 1);
+      return res;
+    },
+    async replaceIfVersion(doc, expectedVersion, set) {
+      const res = await repo.replaceIfVersion(doc, expectedVersion, set);
+      if (res) await signal.bump(doc.tenant_id, 0);
+      return res;
+    },
+  };
+}

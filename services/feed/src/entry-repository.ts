@@ -63,8 +63,6 @@ export function createEntryRepository(db: Db) {
         : { tenant_id: tenantId, feed };
       return entries.find(filter).sort({ time: -1, activity_id: -1 }).limit(limit + 1).toArray();
     },
-    newest: (tenantId: string, feed: string) =>
-      entries.find({ tenant_id: tenantId, feed }).sort({ time: -1, activity_id: -1 }).limit(1).next(),
     feedsOf: async (tenantId: string, activityId: string) =>
       (await entries.find({ tenant_id: tenantId, activity_id: activityId }, { projection: { feed: 1 } }).toArray()).map((e) => e.feed),
     removeActivity: (tenantId: string, activityId: string) => entries.deleteMany({ tenant_id: tenantId, activity_id: activityId }),

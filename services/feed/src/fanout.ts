@@ -1,11 +1,12 @@
 import { createHash } from "node:crypto";
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
-import { scope, type Clients, type Logger, type Nats } from "@feeds/kit";
+import type { JsMsg } from "nats";
+import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
 import type { Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
+import type { ActivityEvents } from "./events.js";
 
 // Fan-out on write, in chunks: an activity task streams the origin feed's followers in one pass
 // and publishes one chunk task per batch of followers; chunk tasks write the feed entries. Several
@@ -17,6 +18,7 @@ const FOLLOWER_STREAM_TIMEOUT_MS = 10 * 60_000;
 /** Deliveries before a task goes to the dead-letter stream, and the waits between them. */
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
+const IN_FLIGHT = 8;
 
 interface ActivityTask {
   kind: "activity";
@@ -44,14 +46,17 @@ export interface FanoutDeps {
   /** The write path's activity cache: the activity task reads its activity there first. */
   cache: ActivityCache;
   peers: () => Clients;
+  /** activity.added: published by the activity task, so it follows the activity's outbox mark. */
+  events: ActivityEvents;
   log: Logger;
+  /** Readiness names the fan-out worker when its loop stops beating. */
+  beats?: WorkerBeats;
 }
 
 export function createFanout(deps: FanoutDeps) {
   const { nats, activities, entries, signals, heads, log } = deps;
   const subject = nats.subject("fanout", "task");
   const encode = (t: Task) => new TextEncoder().encode(JSON.stringify(t));
-  let messages: ConsumerMessages | undefined;
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
@@ -77,6 +82,11 @@ export function createFanout(deps: FanoutDeps) {
     // A deletion the cache has not seen yet is caught by the chunk's check against MongoDB.
     const doc = await activityOf(task.t, task.a);
     if (!doc || doc.deleted_at) return;
+    // Batch imports are quiet. The event id derives from the activity: a redelivered task
+    // publishes the same message, which JetStream drops.
+    if (!doc.batch) {
+      await publishEvents(nats, [await deps.events.of("activity.added", doc, doc.created_at, uuidFrom("activity.added", doc._id))]);
+    }
     const origin = doc.origin_feed;
     // The write path stored the origin entry already; only a write that died before it lands here.
     if (!task.o) {
@@ -136,69 +146,25 @@ export function createFanout(deps: FanoutDeps) {
   }
 
   async function handle(m: JsMsg): Promise<void> {
-    try {
-      const task = JSON.parse(new TextDecoder().decode(m.data)) as Task;
-      // A large follower set takes a while: each published chunk tells JetStream the task lives.
-      if (task.kind === "activity") await runActivity(task, () => m.working());
-      else if (task.kind === "chunk") await runChunk(task);
-      else throw new Error(`unknown task kind`);
-      m.ack();
-    } catch (err) {
-      const deliveries = m.info.redeliveryCount;
-      if (deliveries >= MAX_DELIVER) {
-        log.error({ err, deliveries }, "fan-out task dead-lettered");
-        try {
-          await nats.js.publish(nats.subject("fanout_dlq", "task"), m.data, {
-            headers: undefined,
-            msgID: `dlq:${m.info.stream}:${m.seq}`,
-          });
-          m.term();
-        } catch (e) {
-          log.error({ err: e }, "dead-lettering failed; will retry");
-          m.nak(BACKOFF_MS[BACKOFF_MS.length - 1]);
-        }
-        return;
-      }
-      log.warn({ err, deliveries }, "fan-out task failed; retrying");
-      m.nak(BACKOFF_MS[Math.min(deliveries - 1, BACKOFF_MS.length - 1)]);
-    }
+    const task = JSON.parse(new TextDecoder().decode(m.data)) as Task;
+    // A large follower set takes a while: each published chunk tells JetStream the task lives.
+    if (task.kind === "activity") await runActivity(task, () => m.working());
+    else if (task.kind === "chunk") await runChunk(task);
+    else throw new Error(`unknown task kind`);
   }
 
-  async function startWorker(): Promise<void> {
-    const stream = nats.stream("fanout");
-    const durable = `${stream}_worker`;
-    try {
-      await nats.jsm.consumers.info(stream, durable);
-    } catch {
-      await nats.jsm.consumers.add(stream, {
-        durable_name: durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        max_deliver: MAX_DELIVER,
-        ack_wait: 30_000_000_000,
-        filter_subject: subject,
-      });
-    }
-    const consumer = await nats.js.consumers.get(stream, durable);
-    const loop = async () => {
-      while (!stopped) {
-        try {
-          messages = await consumer.consume({ max_messages: 32 });
-          const inflight = new Set<Promise<void>>();
-          for await (const m of messages) {
-            const p = handle(m).finally(() => inflight.delete(p));
-            inflight.add(p);
-            if (inflight.size >= 8) await Promise.race(inflight);
-          }
-          await Promise.all(inflight);
-        } catch (err) {
-          if (!stopped) log.warn({ err: String(err) }, "fan-out consumer interrupted; resuming");
-          await new Promise((r) => setTimeout(r, 500));
-        }
-      }
-    };
-    void loop();
-  }
+  const worker = createQueueWorker({
+    nats,
+    log,
+    queue: "fanout",
+    durable: "worker",
+    subject: "task",
+    handle,
+    maxDeliver: MAX_DELIVER,
+    backoffMs: BACKOFF_MS,
+    concurrency: IN_FLIGHT,
+    ...(deps.beats ? { beats: { worker: "fanout" as const, beats: deps.beats } } : {}),
+  });
 
   /** Republishes activities whose fan-out was never published (the process died in between). */
   function startRelay(intervalMs = 1000): void {
@@ -217,12 +183,12 @@ export function createFanout(deps: FanoutDeps) {
 
   return {
     publish,
-    startWorker,
+    startWorker: () => worker.start(),
     startRelay,
     async stop() {
       stopped = true;
       clearTimeout(relayTimer);
-      await messages?.close();
+      await worker.stop();
     },
   };
 }

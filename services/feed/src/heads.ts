@@ -92,6 +92,8 @@ export function createHeads(conn: RedisConn) {
         if (err) throw err;
         return v;
       });
+      // A whole feed with no entries has no head, only its complete mark.
+      if (exists !== 1 && isComplete === 1 && isPartial !== 1) return { entries: [], complete: true };
       if (exists !== 1 || isPartial === 1) return null;
       const flat = range as string[];
       const entries: HeadEntry[] = [];

@@ -1,14 +1,15 @@
 import type { Db } from "mongodb";
-import { createLocks, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createCountSignal, createLocks, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedModule } from "./promoted-routes.js";
-import { createActivityRepository } from "./activity-repository.js";
+import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
 import { createEntryRepository } from "./entry-repository.js";
 import { createFanout } from "./fanout.js";
 import { createFeedService } from "./routes.js";
 import { createSignals } from "./signals.js";
 import { createHeads } from "./heads.js";
 import { createActivityCache } from "./activity-cache.js";
+import { createActivityEvents, createFeedOutbox } from "./events.js";
 
 /** The feed service: activities, feed entries, change signals, the fan-out worker and relay. */
 export async function createFeedModule(deps: {
@@ -21,16 +22,21 @@ export async function createFeedModule(deps: {
   worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "fanout");
-  const activities = createActivityRepository(deps.db);
+  const consoleSignal = createCountSignal(deps.redis, "activities");
+  const activities = withConsoleSignal(createActivityRepository(deps.db), consoleSignal);
   const entries = createEntryRepository(deps.db);
   await Promise.all([activities.ensureIndexes(), entries.ensureIndexes()]);
   const signals = createSignals(deps.redis);
   const heads = createHeads(deps.redis);
   const cache = createActivityCache(deps.redis);
-  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, log: deps.log });
+  const events = createActivityEvents({ peers: deps.peers });
+  const outbox = createFeedOutbox({ db: deps.db, nats: deps.nats, log: deps.log, activities });
+  await outbox.ensureIndexes();
+  const beats = createWorkerBeats(deps.redis);
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats });
   const locks = createLocks(deps.db, "activity_locks");
-  const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, peers: deps.peers, log: deps.log });
-  const promoted = await createPromotedModule({ db: deps.db, log: deps.log });
+  const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, outbox, events, consoleSignal, peers: deps.peers, log: deps.log });
+  const promoted = await createPromotedModule({ db: deps.db, redis: deps.redis, log: deps.log });
   return {
     name: "feed",
     routes: (router) => {
@@ -41,7 +47,11 @@ export async function createFeedModule(deps: {
       if (deps.worker === false) return;
       await fanout.startWorker();
       fanout.startRelay();
+      outbox.startRelay();
     },
-    stop: () => fanout.stop(),
+    async stop() {
+      outbox.stop();
+      await fanout.stop();
+    },
   };
 }

@@ -1,21 +1,22 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db, Filter } from "mongodb";
 import { internal, isDuplicateKey } from "@feeds/kit";
+import type { ServedCounter } from "./promoted-served.js";
 
 // Promoted activities. Four collections, each record carrying its tenant:
 //
 // - `promoted`: the record. Written twice in its life: insert, and retraction (under a
 //   per-record lock, so a second concurrent retract finds it retracted and loses).
-// - `promoted_deliveries`: one append-only document per ServePromoted answer, naming the records
-//   it delivered. A unique insert is atomic on FerretDB v1, so no delivery is ever lost.
+// - deliveries: counted in Redis by the serve path (promoted-served.ts), no database write per
+//   read; `promoted_deliveries` holds only what older versions wrote (still folded).
 // - `promoted_counters`: served_count per record, written only by the tenant's folder.
 // - `promoted_folds`: the folder's journal, which makes folding crash-safe.
 //
 // Why not `$inc` on the record: FerretDB v1 applies every update as read-modify-write of the
 // whole document outside any lock (probed on this stack: 40 concurrent `$inc`s of one counter
 // left 5; a `$set` racing `$inc`s was lost). Concurrent deliveries would lose counts, and a
-// delivery racing a retraction could write the record back un-retracted. So the serve path only
-// inserts, and one folder per tenant (a lease by unique insert) turns deliveries into counts.
+// delivery racing a retraction could write the record back un-retracted. So one folder per
+// tenant (a lease by unique insert) turns deliveries into counts.
 
 export interface AudienceDoc {
   users: string[];
@@ -50,12 +51,14 @@ interface CounterDoc {
   count: number;
 }
 
-/** A fold in progress: absolute counts to set, then deliveries to delete. Re-applying is harmless. */
+/** A fold in progress: absolute counts to set, then its source to drop (a Redis snapshot, or
+ * delivery documents). Re-applying is harmless; the journal goes only after its source. */
 interface FoldDoc {
-  _id: string;
+  _id: string; // the snapshot's key when it folds one
   tenant_id: string;
   targets: { id: string; count: number }[];
   deliveries: string[];
+  snapshot?: string;
   created_at: Date;
 }
 
@@ -136,37 +139,54 @@ export function createPromotedRepository(db: Db) {
     }
   }
 
-  async function applyFold(f: FoldDoc): Promise<void> {
+  async function applyFold(f: FoldDoc, served: ServedCounter | null): Promise<void> {
     await Promise.all(
       f.targets.map((t) =>
         counters.updateOne({ _id: t.id, tenant_id: f.tenant_id }, { $set: { count: t.count } }, { upsert: true }),
       ),
     );
     if (f.deliveries.length) await deliveries.deleteMany({ tenant_id: f.tenant_id, _id: { $in: f.deliveries } });
+    if (f.snapshot) {
+      if (!served) throw internal(new Error("a snapshot fold needs the served counter"));
+      await served.drop(f.tenant_id, f.snapshot);
+    }
     await folds.deleteOne({ _id: f._id, tenant_id: f.tenant_id });
   }
 
-  /** One fold step of the tenant: answers how many deliveries it folded. Caller holds the lease. */
-  async function foldStep(tenantId: string): Promise<number> {
-    const batch = await deliveries.find({ tenant_id: tenantId }).limit(FOLD_BATCH).toArray();
-    if (batch.length === 0) return 0;
-    const incs = new Map<string, number>();
-    for (const d of batch) for (const id of new Set(d.ids)) incs.set(id, (incs.get(id) ?? 0) + 1);
+  /** Journals and applies increments (record id → deliveries) on top of the current counts. */
+  async function foldIncrements(tenantId: string, incs: Map<string, number>, source: Pick<FoldDoc, "_id" | "deliveries" | "snapshot">, served: ServedCounter | null) {
     const ids = [...incs.keys()];
     const current = new Map(
       (await counters.find({ tenant_id: tenantId, _id: { $in: ids } }).toArray()).map((c) => [c._id, c.count]),
     );
     const fold: FoldDoc = {
-      _id: randomUUID(),
+      ...source,
       tenant_id: tenantId,
       targets: ids.map((id) => ({ id, count: (current.get(id) ?? 0) + (incs.get(id) ?? 0) })),
-      deliveries: batch.map((d) => d._id),
       created_at: new Date(),
     };
     // Journal first: a folder that dies after this is finished by the next one, idempotently.
     await folds.insertOne(fold);
-    await applyFold(fold);
+    await applyFold(fold, served);
+  }
+
+  /** One fold step over delivery documents: answers how many it folded. Caller holds the lease. */
+  async function foldStep(tenantId: string): Promise<number> {
+    const batch = await deliveries.find({ tenant_id: tenantId }).limit(FOLD_BATCH).toArray();
+    if (batch.length === 0) return 0;
+    const incs = new Map<string, number>();
+    for (const d of batch) for (const id of new Set(d.ids)) incs.set(id, (incs.get(id) ?? 0) + 1);
+    await foldIncrements(tenantId, incs, { _id: randomUUID(), deliveries: batch.map((d) => d._id) }, null);
     return batch.length;
+  }
+
+  /** Folds every Redis snapshot of the tenant (a new one of its deliveries so far first). Caller holds the lease. */
+  async function foldSnapshots(tenantId: string, served: ServedCounter): Promise<void> {
+    for (const snapshot of await served.snapshots(tenantId)) {
+      const incs = await served.read(snapshot);
+      if (incs.size === 0) await served.drop(tenantId, snapshot);
+      else await foldIncrements(tenantId, incs, { _id: snapshot, deliveries: [], snapshot }, served);
+    }
   }
 
   return {
@@ -222,22 +242,28 @@ export function createPromotedRepository(db: Db) {
       return docs.filter((d) => d.retracted_at === null && isEligible(d.audience, read));
     },
 
-    /** Records one delivery of each of `ids` (atomic insert: never lost, counted by the folder). */
+    /** Live records of the tenant, newest first, at most `limit` (what the serve cache holds). */
+    liveNewest: (tenantId: string, limit: number) =>
+      records.find({ tenant_id: tenantId, retracted_at: null }).sort({ created_at: -1, _id: -1 }).limit(limit).toArray(),
+
+    /** Records one delivery of each of `ids` as a document (what older versions did; tests of the fold). */
     async recordDelivery(tenantId: string, ids: string[]): Promise<void> {
       if (ids.length === 0) return;
       await deliveries.insertOne({ _id: randomUUID(), tenant_id: tenantId, ids, at: new Date() });
     },
 
     /**
-     * Folds the tenant's pending deliveries into served_count, holding the tenant's fold lease
-     * (waiting up to `waitMs` for it). Finishes a fold a dead folder left first. Answers false when
-     * the lease was busy, or when deliveries remain after `maxSteps` steps.
+     * Folds the tenant's pending deliveries (Redis snapshots, then delivery documents) into
+     * served_count, holding the tenant's fold lease (waiting up to `waitMs` for it). Finishes a
+     * fold a dead folder left first. Answers false when the lease was busy, or when deliveries
+     * remain after `maxSteps` steps.
      */
-    async fold(tenantId: string, opts: { waitMs?: number; maxSteps?: number } = {}): Promise<boolean> {
+    async fold(tenantId: string, served: ServedCounter, opts: { waitMs?: number; maxSteps?: number } = {}): Promise<boolean> {
       const res = await withLease(`fold:${tenantId}`, FOLD_LEASE_MS, opts.waitMs ?? 0, async () => {
-        for (const left of await folds.find({ tenant_id: tenantId }).toArray()) await applyFold(left);
+        for (const left of await folds.find({ tenant_id: tenantId }).toArray()) await applyFold(left, served);
+        await foldSnapshots(tenantId, served);
         for (let step = 0; step < (opts.maxSteps ?? 20); step++) {
-          if ((await foldStep(tenantId)) < FOLD_BATCH) return true;
+          if ((await foldStep(tenantId)) < FOLD_BATCH) return served.settle(tenantId);
         }
         return false;
       });

@@ -1,21 +1,24 @@
 import { randomUUID } from "node:crypto";
 import type { Db } from "mongodb";
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import {
   callerOf,
+  createReadCache,
   decodeCursor,
   encodeCursor,
-  forbidden,
   GROUP_PATTERN,
   ID_PATTERN,
   notFound,
   pageLimit,
+  requireServer,
   requireTenant,
   toTimestamp,
   validationFailed,
   type FieldError,
   type Logger,
+  type RedisConn,
+  workScope,
 } from "@feeds/kit";
 import {
   PromotedRecordSchema,
@@ -24,7 +27,15 @@ import {
   type CreatePromotedRequest,
   type PromotedRecord,
 } from "@feeds/proto/feeds/feed/v1/feed";
-import { createPromotedRepository, type AudienceDoc, type PromotedDoc, type PromotedRepository } from "./promoted-repository.js";
+import {
+  createPromotedRepository,
+  isEligible,
+  SERVE_LIMIT,
+  type AudienceDoc,
+  type PromotedDoc,
+  type PromotedRepository,
+} from "./promoted-repository.js";
+import { createServedCounter } from "./promoted-served.js";
 import { feedKey, parseCustom } from "./validate.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -93,18 +104,31 @@ export function checkPromoted(req: CreatePromotedRequest): { custom: Record<stri
   return { custom, audience };
 }
 
-/** Promoted management is for the tenant's server (user tokens: FORBIDDEN). */
-function requireServer(ctx: HandlerContext): string {
-  const tenantId = requireTenant(ctx);
-  if (callerOf(ctx).kind === "user") throw forbidden("server token required");
-  return tenantId;
-}
 
 export interface PromotedServiceDeps {
   repo: PromotedRepository;
+  redis: RedisConn;
   log: Logger;
   /** Delay of the background fold after a delivery (default 200 ms). */
   foldDelayMs?: number;
+  /** How often every process looks for tenants whose deliveries nobody folded (default 5 s). */
+  sweepMs?: number;
+}
+
+/** Live records a tenant's serve cache holds; a tenant with more is also served from MongoDB. */
+const LIVE_CACHED = 1000;
+const LIVE_TTL_SECONDS = 300;
+const liveCodec = {
+  encode: (v: LiveSet) => ({ complete: v.complete, records: v.records.map((d) => ({ ...d, created_at: d.created_at.getTime() })) }),
+  decode: (raw: unknown): LiveSet => {
+    const o = raw as { complete: boolean; records: (Omit<PromotedDoc, "created_at"> & { created_at: number })[] };
+    return { complete: o.complete, records: o.records.map((d) => ({ ...d, created_at: new Date(d.created_at) })) };
+  },
+};
+/** The newest live records of a tenant; `complete` when they are all of them. */
+interface LiveSet {
+  complete: boolean;
+  records: PromotedDoc[];
 }
 
 /**
@@ -114,6 +138,17 @@ export interface PromotedServiceDeps {
 export function createPromotedService(deps: PromotedServiceDeps) {
   const { repo, log } = deps;
   const foldDelayMs = deps.foldDelayMs ?? 200;
+  const served = createServedCounter(deps.redis);
+  // A first-page read asks Redis, not MongoDB: the live records come from a read cache that
+  // create and retract invalidate before answering.
+  const live = createReadCache(deps.redis, "promoted-live", liveCodec, { ttlSeconds: LIVE_TTL_SECONDS });
+  const liveSet = async (tenantId: string): Promise<LiveSet> => {
+    const found = await live.read(tenantId, ["live"], async () => {
+      const docs = await repo.liveNewest(tenantId, LIVE_CACHED + 1);
+      return new Map([["live", { complete: docs.length <= LIVE_CACHED, records: docs.slice(0, LIVE_CACHED) }]]);
+    });
+    return found.get("live") ?? { complete: false, records: [] };
+  };
   /** Tenants with a background fold scheduled (its timer) or running (null) in this process. */
   const scheduled = new Map<string, NodeJS.Timeout | null>();
   /** Tenants delivered to while their fold ran: fold again when it ends. */
@@ -124,7 +159,7 @@ export function createPromotedService(deps: PromotedServiceDeps) {
   function runFold(tenantId: string, attempt: number): Promise<void> {
     scheduled.set(tenantId, null);
     const run = repo
-      .fold(tenantId)
+      .fold(tenantId, served)
       .then(
         (done) => ({ retry: !done, delayMs: Math.min(5_000, 250 * 2 ** Math.min(attempt, 4)) }),
         (err: unknown) => {
@@ -153,10 +188,20 @@ export function createPromotedService(deps: PromotedServiceDeps) {
       if (scheduled.get(tenantId) === null) again.add(tenantId);
       return;
     }
-    const timer = setTimeout(() => void runFold(tenantId, attempt), delayMs);
+    // Background work: not counted as part of the read that happened to schedule it.
+    const timer = workScope.exit(() => setTimeout(() => void runFold(tenantId, attempt), delayMs));
     timer.unref();
     scheduled.set(tenantId, timer);
   }
+
+  // Deliveries counted by a process that died before folding them: any process folds them.
+  const sweep = setInterval(() => {
+    served.pendingTenants().then(
+      (tenants) => tenants.forEach((t) => scheduleFold(t)),
+      (err: unknown) => log.debug({ err: String(err) }, "promoted sweep failed"),
+    );
+  }, deps.sweepMs ?? 5_000);
+  sweep.unref();
 
   const impl: ServiceImpl<typeof PromotedService> = {
     async createPromoted(req, ctx) {
@@ -174,6 +219,7 @@ export function createPromotedService(deps: PromotedServiceDeps) {
         retracted_at: null,
       };
       await repo.insert(doc);
+      await live.invalidate(tenantId, ["live"]);
       return { record: promotedToProto(doc, 0) };
     },
 
@@ -183,7 +229,7 @@ export function createPromotedService(deps: PromotedServiceDeps) {
       const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
       // Deliveries so far become counts first (bounded; a busy folder elsewhere leaves them for it).
       try {
-        await repo.fold(tenantId, { waitMs: 2_000, maxSteps: 5 });
+        await repo.fold(tenantId, served, { waitMs: 2_000, maxSteps: 5 });
       } catch (err) {
         log.warn({ err: String(err), tenant: tenantId }, "promoted served_count fold before listing failed");
       }
@@ -201,6 +247,7 @@ export function createPromotedService(deps: PromotedServiceDeps) {
       const tenantId = requireServer(ctx);
       const id = req.id.toLowerCase();
       if (!UUID.test(id) || !(await repo.retract(tenantId, id, new Date()))) throw notFound("promoted activity not found");
+      await live.invalidate(tenantId, ["live"]);
       return {};
     },
 
@@ -210,10 +257,14 @@ export function createPromotedService(deps: PromotedServiceDeps) {
       const feed = feedKey(req.feed);
       // A user token reads as its own user, whatever the request names.
       const userId = caller.kind === "user" ? caller.userId : req.userId || null;
-      const docs = await repo.eligible(tenantId, { feed, userId });
+      const read = { feed, userId };
+      const cached = await liveSet(tenantId);
+      let docs = cached.records.filter((d) => isEligible(d.audience, read)).slice(0, SERVE_LIMIT);
+      // More live records than the cache holds: the newest eligible ones may lie beyond it.
+      if (!cached.complete && docs.length < SERVE_LIMIT) docs = await repo.eligible(tenantId, read);
       if (docs.length === 0) return { records: [] };
       // Awaited before answering: a delivery that was answered is a delivery that is counted.
-      await repo.recordDelivery(tenantId, docs.map((d) => d._id));
+      await served.count(tenantId, docs.map((d) => d._id));
       scheduleFold(tenantId);
       // served_count is not read on this path (the sidecar never shows it): it answers 0.
       return { records: docs.map((d) => promotedToProto(d, 0)) };
@@ -238,6 +289,7 @@ export function createPromotedService(deps: PromotedServiceDeps) {
     /** Stops background folding (pending deliveries stay stored and are folded later). */
     async close(): Promise<void> {
       closed = true;
+      clearInterval(sweep);
       for (const timer of scheduled.values()) if (timer) clearTimeout(timer);
       scheduled.clear();
       again.clear();
@@ -247,8 +299,8 @@ export function createPromotedService(deps: PromotedServiceDeps) {
 }
 
 /** Promoted activities. */
-export async function createPromotedModule(deps: { db: Db; log: Logger }): Promise<ServiceImpl<typeof PromotedService>> {
+export async function createPromotedModule(deps: { db: Db; redis: RedisConn; log: Logger }): Promise<ServiceImpl<typeof PromotedService>> {
   const repo = createPromotedRepository(deps.db);
   await repo.ensureIndexes();
-  return createPromotedService({ repo, log: deps.log }).impl;
+  return createPromotedService({ repo, redis: deps.redis, log: deps.log }).impl;
 }

@@ -3,18 +3,24 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   callerOf,
+  checkPatchPaths,
   conflict,
   decodeCursor,
   encodeCursor,
   forbidden,
   fromTimestamp,
+  isDuplicateKey,
+  isReactionKind,
   notFound,
   pageLimit,
+  patchCustomJson,
   requireTenant,
   scope,
   toTimestamp,
   validationFailed,
   type Clients,
+  type CountSignal,
+  type EventOutbox,
   type Locks,
   type Logger,
 } from "@feeds/kit";
@@ -22,10 +28,10 @@ import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@f
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Fanout } from "./fanout.js";
+import type { ActivityEvents } from "./events.js";
 import type { Signals } from "./signals.js";
 import { HEAD_CAP, type HeadEntry, type Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
-import { patchCustom } from "./custom-patch.js";
 import { checkActivity, checkRefs, feedKey, parseCustom } from "./validate.js";
 
 export interface FeedServiceDeps {
@@ -37,6 +43,11 @@ export interface FeedServiceDeps {
   fanout: Fanout;
   /** Serialises changes to one activity (FerretDB v1 has no atomic compare-and-set). */
   locks: Locks;
+  /** activity.updated and activity.deleted: recorded before the write, published after it. */
+  outbox: EventOutbox;
+  events: ActivityEvents;
+  /** The console's change signal of activities (count, version). */
+  consoleSignal: CountSignal;
   peers: () => Clients;
   log: Logger;
 }
@@ -62,7 +73,21 @@ export const activityToProto = (d: ActivityDoc): Activity =>
     ...(d.deleted_at ? { deletedAt: toTimestamp(d.deleted_at) } : {}),
   });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** `current` with `counts` applied (all of it when `complete`); a kind counted 0 leaves. */
+function countsWith(current: Record<string, number>, counts: Record<string, bigint>, complete: boolean): Record<string, number> {
+  const out: Record<string, number> = complete ? {} : { ...current };
+  for (const [kind, n] of Object.entries(counts)) {
+    if (!isReactionKind(kind)) continue;
+    if (n > 0n) out[kind] = Number(n);
+    else delete out[kind];
+  }
+  return out;
+}
+
+const sameCounts = (a: Record<string, number>, b: Record<string, number>) =>
+  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, n]) => b[k] === n);
+
+const burned = () => conflict("this (foreign_id, time) identity belongs to a deleted activity");
 
 export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof FeedService> {
   const { activities, entries, signals, heads, cache, fanout, log } = deps;
@@ -112,8 +137,8 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
   }
 
   /**
-   * Stores one activity (dedupe identity first, then the activity with its outbox mark, then the
-   * origin entry), and publishes its fan-out. Answers the existing activity for a live duplicate.
+   * Stores one activity: claims its (foreign_id, time) identity, then completes the claim.
+   * Answers the first writer's activity for a live duplicate.
    */
   async function store(
     tenantId: string,
@@ -122,71 +147,79 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     time: Date,
     batch: boolean,
   ): Promise<{ doc: ActivityDoc; created: boolean }> {
-    const id = randomUUID();
-    if (a.foreignId) {
-      const claim = await activities.claimIdentity(tenantId, a.foreignId, time, id);
-      if (claim) {
-        if (claim.deleted) throw conflict("this (foreign_id, time) identity belongs to a deleted activity");
-        // The winner of a concurrent post may not have stored its activity yet: wait for it.
-        for (let i = 0; i < 30; i++) {
-          const existing = await activities.get(tenantId, claim.activity_id);
-          if (existing) {
-            if (existing.deleted_at) throw conflict("this (foreign_id, time) identity belongs to a deleted activity");
-            return { doc: existing, created: false };
-          }
-          await sleep(20 + i * 5);
-        }
-        // The claimant died between claiming and storing: finish its work under its id.
-        return store2(claim.activity_id);
-      }
-    }
-    return store2(id);
+    const doc: ActivityDoc = {
+      _id: randomUUID(),
+      tenant_id: tenantId,
+      actor: a.actor,
+      verb: a.verb,
+      object: a.object,
+      target: a.target ?? null,
+      foreign_id: a.foreignId ?? null,
+      time,
+      custom_json: JSON.stringify(parseCustom(a.customJson)),
+      origin_feed: origin,
+      refs: a.refs,
+      reaction_counts: {},
+      version: 1,
+      edited_at: null,
+      deleted_at: null,
+      created_at: new Date(),
+      batch,
+      fanout_pending: true,
+    };
+    if (!a.foreignId) return complete(doc);
+    // The claim carries the whole activity, so whoever completes it (its writer, a racing
+    // duplicate, a retry after the writer died) stores the first writer's body under its id.
+    const claim = await activities.claimIdentity(doc, a.foreignId);
+    if (!claim) return complete(doc);
+    if (claim.deleted) throw burned();
+    // A claim written before claims carried their activity names only the id.
+    const claimed = claim.activity ?? { ...doc, _id: claim.activity_id };
+    // Mostly a retry of a finished write: one read answers it.
+    const existing = await activities.get(tenantId, claimed._id);
+    if (existing?.deleted_at) throw burned();
+    if (existing && !existing.fanout_pending) return { doc: existing, created: false };
+    return complete(claimed);
+  }
 
-    async function store2(activityId: string): Promise<{ doc: ActivityDoc; created: boolean }> {
-      const now = new Date();
-      const doc: ActivityDoc = {
-        _id: activityId,
-        tenant_id: tenantId,
-        actor: a.actor,
-        verb: a.verb,
-        object: a.object,
-        target: a.target ?? null,
-        foreign_id: a.foreignId ?? null,
-        time,
-        custom_json: JSON.stringify(parseCustom(a.customJson)),
-        origin_feed: origin,
-        refs: a.refs,
-        reaction_counts: {},
-        version: 1,
-        edited_at: null,
-        deleted_at: null,
-        created_at: now,
-        batch,
-        fanout_pending: true,
-      };
-      try {
-        await activities.insert(doc);
-      } catch (e) {
-        if ((e as { code?: unknown }).code !== 11000) throw e;
-        const raced = await activities.get(tenantId, activityId);
-        if (!raced) throw e;
-        return { doc: raced, created: false };
-      }
-      // Read your own writes: the origin feed and its signal show it before we answer.
-      await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
-      if (!batch) {
-        await heads.add(tenantId, [origin], { id: activityId, timeMs: time.getTime() });
-        await signals.bump(tenantId, [origin]);
-      }
-      await cache.putMany([doc]);
-      try {
-        await fanout.publish(doc, true);
-      } catch (err) {
-        // Stored with its outbox mark: the relay publishes it once NATS answers again.
-        log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
-      }
-      return { doc, created: true };
+  /**
+   * Stores `doc` (with its outbox mark) unless it is stored already, then its origin entry, head,
+   * signal and cache, and publishes its fan-out. The origin entry, head, signal and cache run
+   * again, idempotently, whenever the stored activity still has its outbox mark: the write that
+   * stored it may have died before finishing them.
+   */
+  async function complete(doc: ActivityDoc): Promise<{ doc: ActivityDoc; created: boolean }> {
+    const { tenant_id: tenantId, _id: activityId, origin_feed: origin, time } = doc;
+    let stored = doc;
+    try {
+      await activities.insert(doc);
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      const existing = await activities.get(tenantId, activityId);
+      if (!existing) throw e;
+      if (existing.deleted_at) throw burned();
+      // The mark is cleared once the fan-out task is out (the write's, or the relay's, which also
+      // writes a missing origin entry): nothing is left to finish, and a duplicate starts nothing.
+      if (!existing.fanout_pending) return { doc: existing, created: false };
+      stored = existing;
     }
+    // Read your own writes: the origin feed and its signal show it before we answer.
+    await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
+    if (!stored.batch) {
+      await heads.add(tenantId, [origin], { id: activityId, timeMs: time.getTime() });
+      await signals.bump(tenantId, [origin]);
+    }
+    await cache.putMany([stored]);
+    // Only the write that stored it publishes: a duplicate starts no second fan-out, and one that
+    // died before publishing left its outbox mark for the relay.
+    if (stored !== doc) return { doc: stored, created: false };
+    try {
+      await fanout.publish(doc, true);
+    } catch (err) {
+      // Stored with its outbox mark: the relay publishes it once NATS answers again.
+      log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
+    }
+    return { doc, created: true };
   }
 
   return {
@@ -222,19 +255,21 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     async patchActivity(req, ctx) {
       const tenantId = requireTenant(ctx);
       const set = req.setJson ? (parseCustom(req.setJson, "set")) : {};
-      if (req.hasRefs) {
-        const errors = checkRefs(req.refs);
-        if (errors.length) throw validationFailed(errors);
-      }
+      const errors = [...checkPatchPaths(Object.keys(set), req.unset), ...(req.hasRefs ? checkRefs(req.refs) : [])];
+      if (errors.length) throw validationFailed(errors);
       return deps.locks.withLock(`activity:${req.id}`, async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
-        const custom = patchCustom(JSON.parse(doc.custom_json) as Record<string, unknown>, set, req.unset);
-        const updated = await activities.replaceIfVersion(doc, doc.version, {
-          custom_json: JSON.stringify(custom),
+        const now = new Date();
+        const change = {
+          custom_json: patchCustomJson(doc.custom_json, set, req.unset),
           ...(req.hasRefs ? { refs: req.refs } : {}),
           version: doc.version + 1,
-          edited_at: doc.edited_at ?? new Date(),
+          edited_at: doc.edited_at ?? now,
+        };
+        const event = await deps.events.of("activity.updated", { ...doc, ...change }, now);
+        const updated = await deps.outbox.emit(tenantId, [event], () => activities.replaceIfVersion(doc, doc.version, change), {
+          publishIf: (u) => u !== null,
         });
         if (!updated) throw conflict("the activity changed concurrently; retry");
         await cache.putMany([updated]);
@@ -248,7 +283,12 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       return deps.locks.withLock(`activity:${req.id}`, async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
-        const deleted = await activities.replaceIfVersion(doc, doc.version, { deleted_at: new Date(), version: doc.version + 1 });
+        const now = new Date();
+        const change = { deleted_at: now, version: doc.version + 1 };
+        const event = await deps.events.of("activity.deleted", { ...doc, ...change }, now);
+        const deleted = await deps.outbox.emit(tenantId, [event], () => activities.replaceIfVersion(doc, doc.version, change), {
+          publishIf: (d) => d !== null,
+        });
         if (!deleted) throw conflict("the activity changed concurrently; retry");
         // A crash before the burn still answers 409 to a re-post: the claim leads to this tombstone.
         if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
@@ -289,8 +329,10 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     async getSignal(req, ctx) {
       const tenantId = requireTenant(ctx);
       const feed = feedKey(req.feed);
-      const [version, newest] = await Promise.all([signals.version(tenantId, feed), entries.newest(tenantId, feed)]);
-      return { version: BigInt(version), head: newest?.activity_id ?? "" };
+      // Redis alone while the feed's head is warm; a missing head is rebuilt once from MongoDB.
+      const [version, head] = await Promise.all([signals.version(tenantId, feed), heads.newest(tenantId, feed, 1)]);
+      const newest = head ? head.entries[0] : (await firstPage(tenantId, feed, 1)).page[0];
+      return { version: BigInt(version), head: newest?.id ?? "" };
     },
 
     async copyHistory(req, ctx) {
@@ -340,6 +382,31 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         }
       }
       return { results };
+    },
+
+    async setReactionCounts(req, ctx) {
+      const tenantId = requireTenant(ctx);
+      if (callerOf(ctx).kind !== "system") throw forbidden("reaction counts are set by the engagement service");
+      return deps.locks.withLock(`activity:${req.id}`, async (lease) => {
+        const doc = await live(tenantId, req.id);
+        const counts = countsWith(doc.reaction_counts, req.counts, req.complete);
+        const moves = req.changes > 0 ? req.changes : sameCounts(counts, doc.reaction_counts) ? 0 : 1;
+        if (moves === 0) return { activity: activityToProto(doc), changed: false };
+        await lease.assertHeld();
+        const updated = await activities.replaceIfVersion(doc, doc.version, { reaction_counts: counts, version: doc.version + moves });
+        if (!updated) throw conflict("the activity changed concurrently; retry");
+        await cache.putMany([updated]);
+        // The origin feed's signal only: bumping every follower feed per reaction costs a write per
+        // follower; their pages still show the new counts (activities come from the cache by id).
+        await signals.bump(tenantId, [doc.origin_feed]);
+        return { activity: activityToProto(updated), changed: true };
+      });
+    },
+
+    async getActivitySignal(_req, ctx) {
+      const tenantId = requireTenant(ctx);
+      const { count, version } = await deps.consoleSignal.read(tenantId, () => activities.count(tenantId));
+      return { count: BigInt(count), version: BigInt(version) };
     },
 
     async listActivities(req, ctx) {

@@ -1,8 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createClient, createRouterTransport, type Client } from "@connectrpc/connect";
+import { createClient, type Client } from "@connectrpc/connect";
 import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger, createServerInterceptor, fromRpcError, scope, type Caller } from "@feeds/kit";
+import { connectRedis, createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport, type RedisConn } from "@feeds/kit";
 import { PromotedService, type PromotedRecord } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedRepository, SERVE_LIMIT } from "../src/promoted-repository.js";
 import { createPromotedService } from "../src/promoted-routes.js";
@@ -12,7 +12,12 @@ import { createPromotedService } from "../src/promoted-routes.js";
 // real plumbing. Skipped when no storage answers at FEEDS_TEST_MONGO_URL (default the local one).
 
 const url = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
+const redisUrl = process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 3_000 });
+// A second client with command monitoring: it counts what one service asks the database.
+const monitored = new MongoClient(url, { serverSelectionTimeoutMS: 3_000, monitorCommands: true });
+const commands: string[] = [];
+monitored.on("commandStarted", (e) => commands.push(e.commandName));
 const reachable = await mongo.connect().then(
   () => true,
   (e: unknown) => {
@@ -23,13 +28,12 @@ const reachable = await mongo.connect().then(
 
 const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 let db: Db;
+let redis: RedisConn;
 
-function start() {
-  const repo = createPromotedRepository(db);
-  const svc = createPromotedService({ repo, log, foldDelayMs: 20 });
-  const transport = createRouterTransport((router) => router.service(PromotedService, svc.impl), {
-    router: { interceptors: [createServerInterceptor(log)] },
-  });
+function start(opts: { foldDelayMs?: number; sweepMs?: number; db?: Db } = {}) {
+  const repo = createPromotedRepository(opts.db ?? db);
+  const svc = createPromotedService({ repo, redis, log, foldDelayMs: opts.foldDelayMs ?? 20, sweepMs: opts.sweepMs ?? 200 });
+  const transport = createLocalTransport((router) => router.service(PromotedService, svc.impl), log, createInternalAuth(randomBytes(32)));
   return { client: createClient(PromotedService, transport), svc, repo };
 }
 
@@ -78,6 +82,7 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
 
   beforeAll(async () => {
     db = mongo.db(`feeds_promoted_test_${randomBytes(5).toString("hex")}`);
+    redis = await connectRedis({ REDIS_URL: redisUrl, FEEDS_NAMESPACE: db.databaseName });
     sys = start();
     await sys.repo.ensureIndexes();
   });
@@ -86,6 +91,12 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
     await sys?.svc.close();
     await db?.dropDatabase();
     await mongo.close();
+    await monitored.close();
+    if (redis) {
+      const keys = await redis.redis.keys(`${db.databaseName}:*`);
+      if (keys.length) await redis.redis.del(...keys);
+      await redis.close();
+    }
   });
 
   it("creates, lists newest first with keyset pages, and keeps retracted records in the listing", async () => {
@@ -257,6 +268,63 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
     const [listed] = await listAll(sys.client, t);
     expect(listed?.servedCount).toBe(3n);
     expect(await db.collection("promoted_deliveries").countDocuments({ tenant_id: t })).toBe(0);
+    expect(await db.collection("promoted_folds").countDocuments({ tenant_id: t })).toBe(0);
+  });
+
+  it("serves a warm read without one database command, and create and retract show on the next read", async () => {
+    const { client: c } = sys;
+    // The reader folds nothing itself in this test (its folds and sweeps are an hour away): what
+    // it asks the database is the serve path alone. `sys` folds the deliveries in the background.
+    await monitored.connect();
+    const reader = start({ db: monitored.db(db.databaseName), foldDelayMs: 3_600_000, sweepMs: 3_600_000 });
+    const t = newTenant();
+    const a = await make(c, t, "product:a");
+    const read = () => reader.client.servePromoted({ feed: { group: "user", id: "x" } }, server(t)).then((r) => r.records.map((p) => p.id));
+    expect(await read()).toEqual([a.id]); // fills the cache
+    commands.length = 0;
+    for (let i = 0; i < 10; i++) expect(await read()).toEqual([a.id]);
+    expect(commands).toEqual([]);
+    await reader.svc.close();
+    const b = await make(c, t, "product:b");
+    expect(await read()).toEqual([b.id, a.id]);
+    await c.retractPromoted({ id: a.id }, server(t));
+    expect(await read()).toEqual([b.id]);
+    await sys.svc.settle();
+    const counts = new Map((await listAll(c, t)).map((r) => [r.id, r.servedCount]));
+    expect(counts.get(a.id)).toBe(12n);
+    expect(counts.get(b.id)).toBe(2n);
+  });
+
+  it("folds a snapshot whose folder died after applying it exactly once, and deliveries of a dead process by the sweep", async () => {
+    const t = newTenant();
+    // A process that counts but never folds (its fold timer is far off) and then goes away.
+    const gone = start({ foldDelayMs: 3_600_000 });
+    const a = await make(gone.client, t, "product:a");
+    for (let i = 0; i < 4; i++) await gone.client.servePromoted({ feed: { group: "user", id: "x" } }, server(t));
+    await gone.svc.close();
+    // The sweep of the living process finds the tenant and folds its 4 deliveries.
+    let count = 0;
+    for (let i = 0; i < 100 && count < 4; i++) {
+      await sleep(50);
+      count = (await sys.repo.servedCounts(t, [a.id])).get(a.id) ?? 0;
+    }
+    expect(count).toBe(4);
+    // A folder that applied a snapshot's counts and died before dropping it: the journal names
+    // the snapshot, so the next fold drops it without counting it again.
+    const snapshot = `${db.databaseName}:promo:snap:${t}:dead`;
+    await redis.redis.multi().hset(snapshot, a.id, "3").sadd(`${db.databaseName}:promo:snaps:${t}`, snapshot).exec();
+    await db.collection("promoted_counters").updateOne({ _id: a.id as never }, { $set: { count: 7 } });
+    await db.collection("promoted_folds").insertOne({
+      _id: snapshot as never,
+      tenant_id: t,
+      targets: [{ id: a.id, count: 7 }],
+      deliveries: [],
+      snapshot,
+      created_at: new Date(),
+    });
+    const [listed] = await listAll(sys.client, t);
+    expect(listed?.servedCount).toBe(7n);
+    expect(await redis.redis.exists(snapshot)).toBe(0);
     expect(await db.collection("promoted_folds").countDocuments({ tenant_id: t })).toBe(0);
   });
 

@@ -15,20 +15,15 @@ export interface FollowDoc {
   created_at: Date;
 }
 
-export interface CountDoc {
-  _id: string; // `${tenant_id}/${feed}`
-  tenant_id: string;
-  feed: string; // `group:id`
-  group: string;
-  follower_count: number;
-  following_count: number;
-}
-
 /** Where a keyset page resumes: the last row's created_at and its edge (the `_id` without the tenant). */
 export interface EdgeCursor {
   created_at: Date;
   edge: string;
 }
+
+/** The two counts of a feed. */
+export const countSides = ["follower_count", "following_count"] as const;
+export type CountSide = (typeof countSides)[number];
 
 /** What a batch import did with one edge. */
 export type EdgeOutcome = "created" | "existed" | "failed";
@@ -40,62 +35,15 @@ export function feedKeyOf(s: string): FeedKey {
 }
 export const edgeOf = (source: string, target: string) => `${source}/${target}`;
 const edgeKey = (tenantId: string, edge: string) => `${tenantId}/${edge}`;
-const countKey = (tenantId: string, feed: string) => `${tenantId}/${feed}`;
 /** The edge part of a stored `_id` (what cursors carry: no tenant inside). */
 export const edgeOfDoc = (d: FollowDoc) => d._id.slice(d.tenant_id.length + 1);
 
-/** Runs each call after every earlier call with the same key has settled (in this process). */
-function keyedQueue() {
-  const tails = new Map<string, Promise<void>>();
-  return <T>(key: string, fn: () => Promise<T>): Promise<T> => {
-    const run = (tails.get(key) ?? Promise.resolve()).then(fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    tails.set(key, tail);
-    void tail.then(() => {
-      if (tails.get(key) === tail) tails.delete(key);
-    });
-    return run;
-  };
-}
-
-/** All MongoDB access for follow edges and their counts; every method takes the tenant first. */
+/**
+ * All MongoDB access for follow edges; every method takes the tenant first. Edge writes change
+ * no counter: `follow-writes.ts` and `counter.ts` count what an edge change did.
+ */
 export function createFollowRepository(db: Db) {
   const follows: Collection<FollowDoc> = db.collection<FollowDoc>("follows");
-  const counts: Collection<CountDoc> = db.collection<CountDoc>("follow_counts");
-
-  const serialized = keyedQueue();
-
-  /**
-   * One `$inc` upsert; a concurrent first insert of the same counter is retried as an update.
-   * FerretDB v1 runs an update as read-modify-write, so two concurrent `$inc` of one counter can
-   * lose one: this process queues the updates of each counter (MongoDB's `$inc` is atomic anyway).
-   */
-  function bump(tenantId: string, feed: string, inc: { follower_count: number; following_count: number }) {
-    const run = () =>
-      counts.updateOne(
-        { _id: countKey(tenantId, feed) },
-        { $inc: inc, $setOnInsert: { tenant_id: tenantId, feed, group: feedKeyOf(feed).group } },
-        { upsert: true },
-      );
-    return serialized(countKey(tenantId, feed), async () => {
-      try {
-        await run();
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-        await run();
-      }
-    });
-  }
-
-  /** Counters move only when an edge really appeared or disappeared. */
-  const moveCounts = (tenantId: string, source: string, target: string, delta: 1 | -1) =>
-    Promise.all([
-      bump(tenantId, source, { follower_count: 0, following_count: delta }),
-      bump(tenantId, target, { follower_count: delta, following_count: 0 }),
-    ]);
 
   /** Keyset page of one side of the graph, newest first: (created_at desc, _id desc). */
   function page(side: "source_feed" | "target_feed", tenantId: string, feed: string, limit: number, after: EdgeCursor | null) {
@@ -117,18 +65,20 @@ export function createFollowRepository(db: Db) {
       await Promise.all([
         follows.createIndex({ tenant_id: 1, source_feed: 1, created_at: -1, _id: -1 }),
         follows.createIndex({ tenant_id: 1, target_feed: 1, created_at: -1, _id: -1 }),
-        counts.createIndex({ tenant_id: 1, group: 1, follower_count: -1, _id: 1 }),
       ]);
     },
 
-    /** Creates the edge; a duplicate (also a concurrent one) answers the existing edge. */
-    async create(tenantId: string, source: string, target: string): Promise<{ doc: FollowDoc; created: boolean }> {
+    /**
+     * Creates the edge with `createdAt` (chosen before the write, so that its event can be
+     * recorded first); a duplicate (also a concurrent one) answers the existing edge.
+     */
+    async insert(tenantId: string, source: string, target: string, createdAt = new Date()): Promise<{ doc: FollowDoc; created: boolean }> {
       const doc: FollowDoc = {
         _id: edgeKey(tenantId, edgeOf(source, target)),
         tenant_id: tenantId,
         source_feed: source,
         target_feed: target,
-        created_at: new Date(),
+        created_at: createdAt,
       };
       // Two rounds: an existing edge may be removed between our insert and our read.
       for (let attempt = 0; ; attempt++) {
@@ -141,16 +91,15 @@ export function createFollowRepository(db: Db) {
           if (attempt < 1) continue;
           throw e;
         }
-        await moveCounts(tenantId, source, target, 1);
         return { doc, created: true };
       }
     },
 
     /**
      * Creates many edges in one round trip (batch import); answers per input edge whether it was
-     * created, already existed (also a repeat within the input) or failed. Counters move once per feed.
+     * created, already existed (also a repeat within the input) or failed.
      */
-    async createMany(tenantId: string, edges: { source: string; target: string }[]): Promise<EdgeOutcome[]> {
+    async insertMany(tenantId: string, edges: { source: string; target: string }[]): Promise<EdgeOutcome[]> {
       const now = new Date();
       const firstOf = new Map<string, number>();
       const docs: FollowDoc[] = [];
@@ -174,26 +123,30 @@ export function createFollowRepository(db: Db) {
           }
         }
       }
-      const deltas = new Map<string, { follower_count: number; following_count: number }>();
-      const add = (feed: string, follower: number, following: number) => {
-        const d = deltas.get(feed) ?? { follower_count: 0, following_count: 0 };
-        deltas.set(feed, { follower_count: d.follower_count + follower, following_count: d.following_count + following });
-      };
-      edges.forEach((e, i) => {
-        if (outcome[i] !== "created") return;
-        add(e.source, 0, 1);
-        add(e.target, 1, 0);
-      });
-      await Promise.all([...deltas].map(([feed, inc]) => bump(tenantId, feed, inc)));
       return outcome;
     },
 
     /** Removes the edge; answers whether there was one (only one of concurrent removals sees it). */
     async remove(tenantId: string, source: string, target: string): Promise<boolean> {
       const { deletedCount } = await follows.deleteOne({ _id: edgeKey(tenantId, edgeOf(source, target)) });
-      if (deletedCount !== 1) return false;
-      await moveCounts(tenantId, source, target, -1);
-      return true;
+      return deletedCount === 1;
+    },
+
+    /** The edge as it is now, or null. */
+    find: (tenantId: string, source: string, target: string) => follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)) }),
+
+    /** Whether the edge exists now. */
+    exists: async (tenantId: string, source: string, target: string) =>
+      (await follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)) }, { projection: { _id: 1 } })) !== null,
+
+    /**
+     * How many edges end at (follower_count) and start from (following_count) `feed`, counted
+     * from the edges themselves; only the sides asked for (a count reads every edge on FerretDB).
+     */
+    async countEdges(tenantId: string, feed: string, sides: readonly CountSide[] = countSides): Promise<Partial<Record<CountSide, number>>> {
+      const field = { follower_count: "target_feed", following_count: "source_feed" } as const;
+      const counted = await Promise.all(sides.map((side) => follows.countDocuments({ tenant_id: tenantId, [field[side]]: feed })));
+      return Object.fromEntries(sides.map((side, i) => [side, counted[i]]));
     },
 
     /** Who `feed` follows. */
@@ -224,18 +177,6 @@ export function createFollowRepository(db: Db) {
       } finally {
         await cursor.close();
       }
-    },
-
-    /** Follower and following counts; a feed never followed nor following has none. */
-    counts: (tenantId: string, feed: string) => counts.findOne({ _id: countKey(tenantId, feed) }),
-
-    /** follower_count of each of `feeds` that has a counter. */
-    async followerCounts(tenantId: string, feeds: string[]): Promise<Map<string, number>> {
-      if (feeds.length === 0) return new Map();
-      const docs = await counts
-        .find({ tenant_id: tenantId, _id: { $in: feeds.map((f) => countKey(tenantId, f)) } }, { projection: { feed: 1, follower_count: 1 } })
-        .toArray();
-      return new Map(docs.map((d) => [d.feed, d.follower_count]));
     },
 
     /** The newest `max` feeds `feed` follows. */
@@ -270,16 +211,6 @@ export function createFollowRepository(db: Db) {
         )
         .toArray();
       return new Set(docs.map((d) => d.target_feed));
-    },
-
-    /** The most followed feeds of `group`, by follower_count desc then id asc (followed ones only). */
-    async popular(tenantId: string, group: string, max: number): Promise<{ feed: string; follower_count: number }[]> {
-      const docs = await counts
-        .find({ tenant_id: tenantId, group, follower_count: { $gt: 0 } }, { projection: { feed: 1, follower_count: 1 } })
-        .sort({ follower_count: -1, _id: 1 })
-        .limit(max)
-        .toArray();
-      return docs.map((d) => ({ feed: d.feed, follower_count: d.follower_count }));
     },
   };
 }

@@ -8,6 +8,7 @@ import {
   isGroup,
   isId,
   pageLimit,
+  requireServer,
   requireTenant,
   toTimestamp,
   validationFailed,
@@ -25,15 +26,21 @@ import {
   type FollowDoc,
   type FollowRepository,
 } from "./follow-repository.js";
+import type { CountRepository } from "./count-repository.js";
+import type { FollowWrites } from "./follow-writes.js";
 
 export interface GraphServiceDeps {
-  follows: FollowRepository;
+  follows: Pick<FollowRepository, "followsOf" | "followersOf" | "followerFeeds" | "targetsOf" | "edgesFrom" | "followedAmong">;
+  counts: Pick<CountRepository, "get" | "followerCounts" | "popular">;
+  writes: FollowWrites;
 }
 
 /** Internal callers (the fan-out worker) page followers in chunks of up to this many. */
 export const MAX_INTERNAL_PAGE = 1000;
 /** Batch size of StreamFollowerFeeds when the caller names none. */
 export const STREAM_BATCH_DEFAULT = 500;
+/** Follow copies at most this many of the target's newest activities. */
+export const COPY_LIMIT_MAX = 1000;
 export const SUGGESTIONS_DEFAULT = 25;
 export const SUGGESTIONS_MAX = 50;
 /** Suggestions look at no more than this many of the feed's follows (newest first)... */
@@ -185,7 +192,7 @@ export function rankSuggestions(input: {
 }
 
 export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof GraphService> {
-  const { follows } = deps;
+  const { follows, counts, writes } = deps;
 
   async function suggest(tenant: string, self: FeedKey, limit: number): Promise<RankedSuggestion[]> {
     const own = feedString(self);
@@ -198,8 +205,8 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
     const edges = await follows.edgesFrom(tenant, targets, SUGGESTED_GROUP, SUGGESTION_EDGES_SCANNED);
     const mutuals = countMutuals(edges, excluded);
     const [followerCounts, popular] = await Promise.all([
-      follows.followerCounts(tenant, contenders(mutuals, want)),
-      follows.popular(tenant, SUGGESTED_GROUP, 2 * want + followed.size + 2),
+      counts.followerCounts(tenant, contenders(mutuals, want)),
+      counts.popular(tenant, SUGGESTED_GROUP, 2 * want + followed.size + 2),
     ]);
     let ranked = rankSuggestions({ mutuals, followerCounts, popular, excluded, limit: want });
     if (truncated) {
@@ -215,7 +222,10 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       const { source, target } = requireEdge(req);
       requireActor(ctx, source);
       if (isSelfFollow(source, target)) throw validationFailed([selfFollow], "a feed cannot follow itself");
-      const { doc, created } = await follows.create(tenant, feedString(source), feedString(target));
+      if (req.activityCopyLimit > COPY_LIMIT_MAX) {
+        throw validationFailed([{ path: "activity_copy_limit", message: `must be between 0 and ${COPY_LIMIT_MAX}` }]);
+      }
+      const { doc, created } = await writes.follow(tenant, feedString(source), feedString(target), req.activityCopyLimit);
       return { follow: followToProto(doc), created };
     },
 
@@ -223,7 +233,7 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       const tenant = requireTenant(ctx);
       const { source, target } = requireEdge(req);
       requireActor(ctx, source);
-      return { removed: await follows.remove(tenant, feedString(source), feedString(target)) };
+      return { removed: await writes.unfollow(tenant, feedString(source), feedString(target), req.keepHistory) };
     },
 
     async listFollows(req, ctx) {
@@ -254,9 +264,9 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
     async getStats(req, ctx) {
       const tenant = requireTenant(ctx);
       const feed = requireFeed(req.feed);
-      const doc = await follows.counts(tenant, feedString(feed));
-      // Counters never show below zero, even after an interrupted write.
+      const doc = await counts.get(tenant, feedString(feed));
       return {
+        // Counters $inc'ed before recounts existed may have drifted below zero; never show that.
         followerCount: BigInt(Math.max(0, doc?.follower_count ?? 0)),
         followingCount: BigInt(Math.max(0, doc?.following_count ?? 0)),
       };
@@ -274,8 +284,7 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
     },
 
     async importFollows(req, ctx) {
-      const tenant = requireTenant(ctx);
-      if (callerOf(ctx).kind === "user") throw forbidden("server token required");
+      const tenant = requireServer(ctx);
       // Quiet and per item: one failure never rolls back the others; a duplicate edge is ok.
       const valid = req.follows.flatMap((f, index) =>
         f.source && f.target && !checkEdge(f.source, f.target).length
@@ -284,7 +293,7 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       );
       let outcome: EdgeOutcome[];
       try {
-        outcome = valid.length ? await follows.createMany(tenant, valid) : [];
+        outcome = valid.length ? await writes.importMany(tenant, valid) : [];
       } catch {
         outcome = valid.map(() => "failed");
       }

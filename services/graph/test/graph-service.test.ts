@@ -1,53 +1,72 @@
-import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createLogger, createServerInterceptor, fromRpcError, notFound, scope, type Caller } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, notFound, scope, type Caller } from "@feeds/kit";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
-import { createGraphService } from "../src/routes.js";
-import type { FollowDoc, FollowRepository } from "../src/follow-repository.js";
+import { createGraphService, type GraphServiceDeps } from "../src/routes.js";
+import type { FollowDoc } from "../src/follow-repository.js";
+import type { FollowWrites } from "../src/follow-writes.js";
 
-// Unit rung: the graph service with its repository replaced by an in-memory stand-in, served
+// Unit rung: the graph service with its repositories replaced by in-memory stand-ins, served
 // over Connect's in-memory router transport with the real plumbing.
 
 function fakeRepository() {
   const edges = new Map<string, FollowDoc>();
   const limits: number[] = [];
+  const copyLimits: number[] = [];
   const failAfterFirstBatch = { on: false };
-  const repo: Partial<FollowRepository> = {
-    create: async (t, source, target) => {
-      const _id = `${t}/${source}/${target}`;
-      const existing = edges.get(_id);
-      if (existing) return { doc: existing, created: false };
-      const doc = { _id, tenant_id: t, source_feed: source, target_feed: target, created_at: new Date() };
-      edges.set(_id, doc);
-      return { doc, created: true };
+  const create = async (t: string, source: string, target: string) => {
+    const _id = `${t}/${source}/${target}`;
+    const existing = edges.get(_id);
+    if (existing) return { doc: existing, created: false };
+    const doc = { _id, tenant_id: t, source_feed: source, target_feed: target, created_at: new Date() };
+    edges.set(_id, doc);
+    return { doc, created: true };
+  };
+  const writes: FollowWrites = {
+    follow: async (t, source, target, copyLimit) => {
+      copyLimits.push(copyLimit);
+      return create(t, source, target);
     },
-    createMany: async (t, list) =>
-      Promise.all(list.map(async (e) => ((await repo.create!(t, e.source, e.target)).created ? "created" : "existed"))),
-    remove: async (t, source, target) => edges.delete(`${t}/${source}/${target}`),
-    followerFeeds: async function* (t, feed, batchSize) {
-      const all = [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).map((e) => e.source_feed);
-      for (let i = 0; i < all.length; i += batchSize) {
-        yield all.slice(i, i + batchSize);
-        if (failAfterFirstBatch.on) throw notFound("the store went away mid-stream");
-      }
-    },
-    followersOf: async (t, feed, limit) => {
-      limits.push(limit);
-      return [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).slice(0, limit + 1);
+    unfollow: async (t, source, target) => edges.delete(`${t}/${source}/${target}`),
+    importMany: async (t, list) => Promise.all(list.map(async (e) => ((await create(t, e.source, e.target)).created ? "created" : "existed"))),
+  };
+  const repo: GraphServiceDeps = {
+    writes,
+    counts: { get: async () => null, followerCounts: async () => new Map(), popular: async () => [] },
+    follows: {
+      followerFeeds: async function* (t, feed, batchSize) {
+        const all = [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).map((e) => e.source_feed);
+        for (let i = 0; i < all.length; i += batchSize) {
+          yield all.slice(i, i + batchSize);
+          if (failAfterFirstBatch.on) throw notFound("the store went away mid-stream");
+        }
+      },
+      followersOf: async (t, feed, limit) => {
+        limits.push(limit);
+        return [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).slice(0, limit + 1);
+      },
+      followsOf: async () => [],
+      targetsOf: async () => [],
+      edgesFrom: async () => [],
+      followedAmong: async () => new Set(),
     },
   };
-  return { repo: repo as FollowRepository, edges, limits, failAfterFirstBatch };
+  return { repo, edges, limits, copyLimits, failAfterFirstBatch };
 }
 
-function client(repo: FollowRepository) {
+function client(deps: GraphServiceDeps) {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  const transport = createRouterTransport((router) => router.service(GraphService, createGraphService({ follows: repo })), {
-    router: { interceptors: [createServerInterceptor(log)] },
-  });
+  const transport = createLocalTransport(
+    (router) => router.service(GraphService, createGraphService(deps)),
+    log,
+    createInternalAuth(randomBytes(32)),
+  );
   return createClient(GraphService, transport);
 }
 
-const as = (caller?: Caller) => scope({ tenantId: "t1", ...(caller ? { caller } : {}) });
+// Internal callers name themselves: a call without a caller is no longer taken for one.
+const as = (caller: Caller = { kind: "system" }) => scope({ tenantId: "t1", caller });
 const user = (userId: string) => as({ kind: "user", userId });
 const ref = (group: string, id: string) => ({ group, id });
 
@@ -72,8 +91,8 @@ describe("follow rules", () => {
     expect(edges.size).toBe(3);
   });
 
-  it("answers the existing edge on a repeat, refuses self-follows and bad refs", async () => {
-    const { repo } = fakeRepository();
+  it("answers the existing edge on a repeat, refuses self-follows, bad refs and copy limits over 1000", async () => {
+    const { repo, copyLimits } = fakeRepository();
     const c = client(repo);
     const first = await c.follow({ source: ref("user", "a"), target: ref("user", "b") }, as());
     const again = await c.follow({ source: ref("user", "a"), target: ref("user", "b") }, as());
@@ -85,6 +104,10 @@ describe("follow rules", () => {
     const bad = await errorOf(c.follow({ source: ref("us er", "a"), target: ref("user", "") }, as()));
     expect(bad.fields.map((f) => f.path)).toEqual(["source.group", "target.id"]);
     expect((await errorOf(c.follow({ target: ref("user", "b") }, as()))).fields.map((f) => f.path)).toEqual(["source"]);
+    const tooMany = await errorOf(c.follow({ source: ref("user", "a"), target: ref("user", "c"), activityCopyLimit: 1001 }, as()));
+    expect(tooMany.fields.map((f) => f.path)).toEqual(["activity_copy_limit"]);
+    expect((await c.follow({ source: ref("user", "a"), target: ref("user", "c"), activityCopyLimit: 1000 }, as())).created).toBe(true);
+    expect(copyLimits).toEqual([0, 0, 1000]);
     expect((await c.unfollow({ source: ref("user", "a"), target: ref("user", "b") }, as())).removed).toBe(true);
     expect((await c.unfollow({ source: ref("user", "a"), target: ref("user", "b") }, as())).removed).toBe(false);
   });

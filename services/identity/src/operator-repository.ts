@@ -35,6 +35,7 @@ export function createOperatorRepository(db: Db) {
       await operators.createIndex({ tenant_id: 1, created_at: 1, _id: 1 });
       await operators.createIndex({ "invite.token_hash": 1 });
       await sessions.createIndex({ operator_id: 1 });
+      await sessions.createIndex({ expires_at: 1 });
     },
     byEmail: (email: string) => operators.findOne({ email }),
     byId: (id: string) => operators.findOne({ _id: id }),
@@ -65,9 +66,39 @@ export function createOperatorRepository(db: Db) {
       return r.modifiedCount === 1;
     },
     insertSession: (doc: SessionDoc) => sessions.insertOne(doc),
+    /** Housekeeping (no TTL index on FerretDB v1): up to `limit` sessions expired before `now`. */
+    async deleteExpiredSessions(now: Date, limit: number): Promise<number> {
+      const ids = (await sessions.find({ expires_at: { $lt: now } }, { projection: { _id: 1 } }).limit(limit).toArray()).map((d) => d._id);
+      if (!ids.length) return 0;
+      return (await sessions.deleteMany({ _id: { $in: ids }, expires_at: { $lt: now } })).deletedCount;
+    },
+    /** Up to `limit` operators whose invite was accepted: its token is spent. */
+    usedInvites: (limit: number) =>
+      operators
+        .find({ "invite.accepted_at": { $gt: new Date(0) } }, { projection: { _id: 1, tenant_id: 1 } })
+        .limit(limit)
+        .toArray(),
+    /** Drops spent invites; run under the team lock, as every other write of a teammate. */
+    async clearUsedInvites(ids: string[]): Promise<number> {
+      const r = await operators.updateMany({ _id: { $in: ids }, "invite.accepted_at": { $gt: new Date(0) } }, { $set: { invite: null } });
+      return r.modifiedCount;
+    },
+    /** Up to `limit` invites that expired unaccepted before `now`. */
+    expiredInvites: (now: Date, limit: number) =>
+      operators
+        .find({ password_hash: null, "invite.accepted_at": null, "invite.expires_at": { $lt: now } }, { projection: { _id: 1, invite: 1 } })
+        .limit(limit)
+        .toArray(),
+    /** Removes an operator that never was more than its invite, once that expired unaccepted. */
+    async deleteExpiredInvite(id: string, now: Date): Promise<boolean> {
+      const r = await operators.deleteOne({ _id: id, password_hash: null, "invite.accepted_at": null, "invite.expires_at": { $lt: now } });
+      return r.deletedCount === 1;
+    },
     session: (hash: string) => sessions.findOne({ _id: hash }),
     deleteSession: (hash: string) => sessions.deleteOne({ _id: hash }),
     deleteSessionsOf: (operatorId: string) => sessions.deleteMany({ operator_id: operatorId }),
+    sessionHashesOf: async (operatorId: string) =>
+      (await sessions.find({ operator_id: operatorId }, { projection: { _id: 1 } }).toArray()).map((d) => d._id),
 
     /**
      * Runs `fn` while holding the tenant's team lock, so that checks such as "at least one active

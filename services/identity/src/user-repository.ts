@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { createReadCache, dateFieldsCodec, type RedisConn } from "@feeds/kit";
+import { createReadCache, dateFieldsCodec, isDuplicateKey, type RedisConn } from "@feeds/kit";
 
 export interface UserDoc {
   _id: string; // `${tenant_id}/${id}`
@@ -8,32 +8,60 @@ export interface UserDoc {
   custom_json: string;
   created_at: Date;
   updated_at: Date;
+  /** Written as the epoch since revocations have their own collection; older records may hold a
+   * revocation here, so it still counts as a floor. */
+  revoked_before: Date;
+}
+
+/** A user's revocation stamp, kept apart from the record: any user id can be revoked, and no
+ * upsert's read-modify-write (FerretDB v1) can overwrite it. */
+interface RevocationDoc {
+  _id: string; // `${tenant_id}/${id}`
+  tenant_id: string;
+  id: string;
   revoked_before: Date;
 }
 
 const key = (tenantId: string, id: string) => `${tenantId}/${id}`;
 export const NEVER_REVOKED = new Date(0);
 
+/** The stamp that refuses a user's tokens: the later of its revocation and its record's floor. */
+export function revokedBefore(record: UserDoc | null, revocation: Date | undefined): Date {
+  const floor = record?.revoked_before ?? NEVER_REVOKED;
+  return revocation && revocation > floor ? revocation : floor;
+}
+
+/** An upsert that lost a race to create its document (a duplicate `_id`) applies as an update. */
+function upsertRetried<T>(write: () => Promise<T>): Promise<T> {
+  return write().catch((e: unknown) => {
+    if (isDuplicateKey(e)) return write();
+    throw e;
+  });
+}
+
 /** All MongoDB access for end-users; every method takes the tenant first. */
 export function createUserRepository(db: Db) {
   const users: Collection<UserDoc> = db.collection<UserDoc>("users");
+  const revocations: Collection<RevocationDoc> = db.collection<RevocationDoc>("user_revocations");
   return {
     async ensureIndexes() {
       await users.createIndex({ tenant_id: 1, created_at: -1, _id: -1 });
     },
     get: (tenantId: string, id: string) => users.findOne({ _id: key(tenantId, id) }),
+    count: (tenantId: string) => users.countDocuments({ tenant_id: tenantId }),
     getMany: (tenantId: string, ids: string[]) =>
       users.find({ tenant_id: tenantId, _id: { $in: ids.map((id) => key(tenantId, id)) } }).toArray(),
     /** Upsert; answers the stored document and whether it was created. */
-    async upsert(tenantId: string, id: string, customJson: string): Promise<{ doc: UserDoc; created: boolean }> {
-      const now = new Date();
-      const before = await users.findOneAndUpdate(
-        { _id: key(tenantId, id) },
-        {
-          $set: { custom_json: customJson, updated_at: now },
-          $setOnInsert: { tenant_id: tenantId, id, created_at: now, revoked_before: NEVER_REVOKED },
-        },
-        { upsert: true, returnDocument: "before" },
+    async upsert(tenantId: string, id: string, customJson: string, now = new Date()): Promise<{ doc: UserDoc; created: boolean }> {
+      const before = await upsertRetried(() =>
+        users.findOneAndUpdate(
+          { _id: key(tenantId, id) },
+          {
+            $set: { custom_json: customJson, updated_at: now },
+            $setOnInsert: { tenant_id: tenantId, id, created_at: now, revoked_before: NEVER_REVOKED },
+          },
+          { upsert: true, returnDocument: "before" },
+        ),
       );
       if (!before) {
         return {
@@ -43,12 +71,24 @@ export function createUserRepository(db: Db) {
       }
       return { created: false, doc: { ...before, custom_json: customJson, updated_at: now } };
     },
-    revoke: (tenantId: string, id: string, at: Date) =>
-      users.findOneAndUpdate(
-        { _id: key(tenantId, id) },
-        { $set: { revoked_before: at, updated_at: at } },
-        { returnDocument: "after" },
-      ),
+    /** Refuses the user's tokens issued before `at`, record or not; answers the stored stamp
+     * (a concurrent later revocation wins: the stamp only moves forward). */
+    async revoke(tenantId: string, id: string, at: Date): Promise<Date> {
+      const doc = await upsertRetried(() =>
+        revocations.findOneAndUpdate(
+          { _id: key(tenantId, id) },
+          { $max: { revoked_before: at }, $setOnInsert: { tenant_id: tenantId, id } },
+          { upsert: true, returnDocument: "after" },
+        ),
+      );
+      return doc && doc.revoked_before > at ? doc.revoked_before : at;
+    },
+    /** The revocation stamps of these users (absent: never revoked through this collection). */
+    async revocations(tenantId: string, ids: string[]): Promise<Map<string, Date>> {
+      const filter = { tenant_id: tenantId, _id: { $in: ids.map((id) => key(tenantId, id)) } };
+      const rows = ids.length ? await revocations.find(filter).toArray() : [];
+      return new Map(rows.map((r) => [r.id, r.revoked_before]));
+    },
     /** Keyset page, newest first: (created_at desc, id desc). */
     page(tenantId: string, limit: number, after: { created_at: Date; id: string } | null) {
       const filter = after
@@ -84,13 +124,8 @@ export function withUserCache(repo: UserRepository, redis: RedisConn): UserRepos
       const found = await cache.read(tenantId, ids, async (missing) => new Map((await repo.getMany(tenantId, missing)).map((d) => [d.id, d])));
       return [...found.values()];
     },
-    async upsert(tenantId, id, customJson) {
-      const res = await repo.upsert(tenantId, id, customJson);
-      await cache.invalidate(tenantId, [id]);
-      return res;
-    },
-    async revoke(tenantId, id, at) {
-      const res = await repo.revoke(tenantId, id, at);
+    async upsert(tenantId, id, customJson, now) {
+      const res = await repo.upsert(tenantId, id, customJson, now);
       await cache.invalidate(tenantId, [id]);
       return res;
     },

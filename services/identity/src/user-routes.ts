@@ -8,32 +8,46 @@ import {
   notFound,
   pageLimit,
   requireTenant,
+  newEvent,
   toTimestamp,
   validationFailed,
+  type CountSignal,
+  type EventOutbox,
   type FieldError,
 } from "@feeds/kit";
 import { UserSchema, UserService, type User } from "@feeds/proto/feeds/identity/v1/identity";
-import type { UserDoc, UserRepository } from "./user-repository.js";
+import { revokedBefore, type UserDoc, type UserRepository } from "./user-repository.js";
 
 export interface UserServiceDeps {
   users: UserRepository;
+  /** user.updated: recorded before the upsert, published after it (batch imports are quiet). */
+  outbox: EventOutbox;
+  /** The console's change signal of users (count, version). */
+  signal: CountSignal;
   /** Publishes a user's revoked_before to every gateway replica (epoch ms). */
   signalRevocation(tenantId: string, userId: string, revokedBeforeMs: number): Promise<void>;
 }
 
-export const userToProto = (d: UserDoc): User =>
+/** `stamp`: the user's revocation stamp (omitted: the field stays unset, as in GetUsers). */
+export const userToProto = (d: UserDoc, stamp?: Date): User =>
   create(UserSchema, {
     id: d.id,
     customJson: d.custom_json,
     createdAt: toTimestamp(d.created_at),
     updatedAt: toTimestamp(d.updated_at),
-    revokedBefore: toTimestamp(d.revoked_before),
+    revokedBefore: stamp && toTimestamp(stamp),
   });
+
+const ID_RULE = "must match ^[A-Za-z0-9_\\-.@]{1,128}$";
+
+function requireId(id: string): void {
+  if (!isId(id)) throw validationFailed([{ path: "id", message: ID_RULE }]);
+}
 
 /** Checks one user item; answers its field errors (empty when valid). */
 function checkUser(id: string, customJson: string, prefix = ""): FieldError[] {
   const errors: FieldError[] = [];
-  if (!isId(id)) errors.push({ path: `${prefix}id`, message: "must match ^[A-Za-z0-9_\\-.@]{1,128}$" });
+  if (!isId(id)) errors.push({ path: `${prefix}id`, message: ID_RULE });
   if (Buffer.byteLength(customJson) > MAX_CUSTOM_BYTES) {
     errors.push({ path: `${prefix}custom`, message: "must be at most 64 KB" });
   } else {
@@ -54,21 +68,39 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
       const tenant = requireTenant(ctx);
       const errors = checkUser(req.id, req.customJson);
       if (errors.length) throw validationFailed(errors);
-      const { doc, created } = await users.upsert(tenant, req.id, req.customJson || "{}");
-      return { user: userToProto(doc), created };
+      const customJson = req.customJson || "{}";
+      const now = new Date();
+      // The event carries the User as the upsert leaves it: created_at is the stored one, read
+      // first (a racing creator's is put in once the upsert answers it).
+      const [before, rv] = await Promise.all([users.get(tenant, req.id), users.revocations(tenant, [req.id])]);
+      const data = {
+        id: req.id,
+        custom: JSON.parse(customJson) as unknown,
+        created_at: (before?.created_at ?? now).toISOString(),
+        updated_at: now.toISOString(),
+      };
+      const event = newEvent("user.updated", tenant, data, { at: now });
+      const { doc, created } = await deps.outbox.emit(tenant, [event], async () => {
+        const res = await users.upsert(tenant, req.id, customJson, now);
+        data.created_at = res.doc.created_at.toISOString();
+        return res;
+      });
+      await deps.signal.bump(tenant, created ? 1 : 0);
+      return { user: userToProto(doc, revokedBefore(doc, rv.get(req.id))), created };
     },
 
     async getUser(req, ctx) {
-      const doc = await users.get(requireTenant(ctx), req.id);
+      const tenant = requireTenant(ctx);
+      const [doc, rv] = await Promise.all([users.get(tenant, req.id), users.revocations(tenant, [req.id])]);
       if (!doc) throw notFound("user not found");
-      return { user: userToProto(doc) };
+      return { user: userToProto(doc, revokedBefore(doc, rv.get(req.id))) };
     },
 
     async getUsers(req, ctx) {
       const tenant = requireTenant(ctx);
       const ids = [...new Set(req.ids)].filter(isId);
       if (ids.length === 0) return { users: [] };
-      return { users: (await users.getMany(tenant, ids)).map(userToProto) };
+      return { users: (await users.getMany(tenant, ids)).map((d) => userToProto(d)) };
     },
 
     async listUsers(req, ctx) {
@@ -78,8 +110,9 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
       const rows = await users.page(tenant, limit, after ? { created_at: new Date(after[0]), id: after[1] } : null);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
+      const rv = await users.revocations(tenant, page.map((d) => d.id));
       return {
-        users: page.map(userToProto),
+        users: page.map((d) => userToProto(d, revokedBefore(d, rv.get(d.id)))),
         next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last.id]) : "",
       };
     },
@@ -91,7 +124,8 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
         req.users.map(async (u, index) => {
           if (checkUser(u.id, u.customJson).length) return { index, ok: false, id: "", code: "VALIDATION_FAILED" };
           try {
-            await users.upsert(tenant, u.id, u.customJson || "{}");
+            const { created } = await users.upsert(tenant, u.id, u.customJson || "{}");
+            await deps.signal.bump(tenant, created ? 1 : 0);
             return { index, ok: true, id: u.id, code: "" };
           } catch {
             return { index, ok: false, id: "", code: "INTERNAL" };
@@ -101,13 +135,27 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
       return { results };
     },
 
+    // Any valid id: a token may name a user that was never upserted (actor_user_unresolved).
     async revokeTokens(req, ctx) {
       const tenant = requireTenant(ctx);
-      const at = new Date();
-      const doc = await users.revoke(tenant, req.id, at);
-      if (!doc) throw notFound("user not found");
-      await deps.signalRevocation(tenant, req.id, at.getTime());
-      return { revokedBefore: toTimestamp(at) };
+      requireId(req.id);
+      const stamp = await users.revoke(tenant, req.id, new Date());
+      await deps.signalRevocation(tenant, req.id, stamp.getTime());
+      await deps.signal.bump(tenant, 0);
+      return { revokedBefore: toTimestamp(stamp) };
+    },
+
+    async getUserSignal(_req, ctx) {
+      const tenant = requireTenant(ctx);
+      const { count, version } = await deps.signal.read(tenant, () => users.count(tenant));
+      return { count: BigInt(count), version: BigInt(version) };
+    },
+
+    async getRevocation(req, ctx) {
+      const tenant = requireTenant(ctx);
+      requireId(req.id);
+      const [doc, rv] = await Promise.all([users.get(tenant, req.id), users.revocations(tenant, [req.id])]);
+      return { revokedBefore: toTimestamp(revokedBefore(doc, rv.get(req.id))) };
     },
   };
 }

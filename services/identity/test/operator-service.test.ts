@@ -1,6 +1,7 @@
-import { createClient, createRouterTransport } from "@connectrpc/connect";
+import { randomBytes } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createServerInterceptor, createLogger, fromRpcError, scope } from "@feeds/kit";
+import { createLogger, fromRpcError, scope, createInternalAuth, createLocalTransport } from "@feeds/kit";
 import { OperatorService, OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
 import { createOperatorService } from "../src/operator-routes.js";
 import type { OperatorDoc, OperatorRepository, SessionDoc } from "../src/operator-repository.js";
@@ -39,10 +40,7 @@ function fakeRepository(docs: OperatorDoc[], beforeLocked?: () => void) {
 
 function client(repo: OperatorRepository) {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  const transport = createRouterTransport(
-    (router) => router.service(OperatorService, createOperatorService({ operators: repo, dummyHash: "x", sessionTtlSeconds: 60 })),
-    { router: { interceptors: [createServerInterceptor(log)] } },
-  );
+  const transport = createLocalTransport((router) => router.service(OperatorService, createOperatorService({ operators: repo, dummyHash: "x", sessionTtlSeconds: 60 })), log, createInternalAuth(randomBytes(32)));
   return createClient(OperatorService, transport);
 }
 

@@ -1,1 +1,1 @@
-export { createNotificationModule } from "./module.js";
+export { createNotificationModule, webhookOptionsOf } from "./module.js";

@@ -1,11 +1,58 @@
-import { ensureQueue, type Nats, type ServiceModule } from "@feeds/kit";
+import type { Db } from "mongodb";
+import { createWorkerBeats, ensureQueue, type Clients, type Config, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
+import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
+import { createNotifications } from "./notifications/index.js";
+import { createNotifyWorker } from "./worker.js";
+import { createWebhooks, type WebhookOptions } from "./webhooks/index.js";
 
 /**
- * The notification service. Its RPCs and its worker arrive with their issue; today it serves its health
- * check and owns the `notify` work queue and dead-letter stream, created at start-up.
+ * The notification service: owns the `notify` work queue (every event of the system) and the
+ * `webhooks` queue (one delivery task per event and destination), and runs the notify worker.
  */
-export async function createNotificationModule(deps: { nats: Nats }): Promise<ServiceModule> {
+export async function createNotificationModule(deps: {
+  db: Db;
+  nats: Nats;
+  redis: RedisConn;
+  /** Identity, for the actor_user of notifications. */
+  peers: () => Pick<Clients, "users">;
+  log: Logger;
+  webhooks: WebhookOptions;
+  /** Run the notify worker in this process (default true). */
+  worker?: boolean;
+}): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
-  return { name: "notification", routes: (router) => router.service(NotificationService, {}) };
+  await ensureQueue(deps.nats, "webhooks");
+  const notifications = await createNotifications({ db: deps.db, redis: deps.redis, peers: deps.peers, log: deps.log });
+  const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks });
+  // Notifications first: a failure redelivers the event to both, and both are idempotent.
+  const worker = createNotifyWorker({
+    nats: deps.nats,
+    log: deps.log,
+    handlers: [notifications.handler, webhooks.handleEvent],
+    beats: createWorkerBeats(deps.redis),
+  });
+  return {
+    name: "notification",
+    routes: (router) => {
+      router.service(NotificationService, notifications.service);
+      router.service(WebhookService, webhooks.service);
+    },
+    async start() {
+      if (deps.worker === false) return;
+      await worker.start();
+      await webhooks.start();
+    },
+    async stop() {
+      await worker.stop();
+      await webhooks.stop();
+    },
+  };
 }
+
+/** The webhook settings of the configuration. */
+export const webhookOptionsOf = (config: Config): WebhookOptions => ({
+  allowPrivate: config.WEBHOOK_ALLOW_PRIVATE,
+  attemptTimeoutMs: config.WEBHOOK_ATTEMPT_TIMEOUT_MS,
+  retryScheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS,
+});

@@ -1,11 +1,11 @@
-import { runServiceMain } from "@feeds/kit";
+import { requireMasterKey, runServiceMain } from "@feeds/kit";
 import { createTenancyModule } from "./module.js";
 
 await runServiceMain("tenancy", async (infra) =>
   createTenancyModule({
     db: (await infra.mongo()).db,
     redis: await infra.redis(),
-    masterKey: Buffer.from(infra.config.FEEDS_MASTER_KEY, "base64"),
+    masterKey: requireMasterKey(infra.config),
     log: infra.log,
   }),
 );

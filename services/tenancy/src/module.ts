@@ -3,6 +3,7 @@ import { type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenantRepository } from "./tenant-repository.js";
 import { createTenancyService } from "./routes.js";
+import { createCredentialChanges } from "./credential-change.js";
 import { randomUUID } from "node:crypto";
 
 /** Redis key that names the current version of a tenant's credential and status. */
@@ -16,13 +17,13 @@ export async function createTenancyModule(deps: {
 }): Promise<ServiceModule> {
   const tenants = createTenantRepository(deps.db);
   await tenants.ensureIndexes();
-  const impl = createTenancyService({
+  const changes = createCredentialChanges({
     tenants,
-    masterKey: deps.masterKey,
     log: deps.log,
     signalChange: async (apiKey) => {
       await deps.redis.redis.set(tenantVersionKey(deps.redis, apiKey), randomUUID());
     },
   });
+  const impl = createTenancyService({ tenants, masterKey: deps.masterKey, changes });
   return { name: "tenancy", routes: (router) => router.service(TenancyService, impl) };
 }

@@ -11,7 +11,6 @@ import {
   toTimestamp,
   unseal,
   validationFailed,
-  type Logger,
 } from "@feeds/kit";
 import {
   TenancyService,
@@ -20,13 +19,13 @@ import {
   type Tenant,
 } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import type { TenantDoc, TenantRepository } from "./tenant-repository.js";
+import type { CredentialChanges } from "./credential-change.js";
 
 export interface TenancyDeps {
   tenants: TenantRepository;
   masterKey: Buffer;
-  /** Tells every gateway replica that a tenant's credential or status changed. */
-  signalChange(apiKey: string): Promise<void>;
-  log: Logger;
+  /** Secret and status changes: answered only once every gateway replica was told. */
+  changes: CredentialChanges;
 }
 
 const toProto = (d: TenantDoc): Tenant =>
@@ -95,18 +94,13 @@ export function createTenancyService(deps: TenancyDeps): ServiceImpl<typeof Tena
         throw validationFailed([{ path: "status", message: "active or suspended" }]);
       }
       const status = req.status === TenantStatus.ACTIVE ? "active" : "suspended";
-      const doc = await tenants.update(req.id, { status });
-      if (!doc) throw notFound("tenant not found");
-      await deps.signalChange(doc.api_key);
-      return { tenant: toProto(doc) };
+      return { tenant: toProto(await deps.changes.apply(req.id, { status })) };
     },
 
     async rotateSecret(req) {
       const secret = newSecret();
-      const doc = await tenants.update(req.id, { secret: sealSecret(req.id, secret) });
-      if (!doc) throw notFound("tenant not found");
-      // The old secret must stop at once on every gateway: signal before answering.
-      await deps.signalChange(doc.api_key);
+      // The old secret stops at once on every gateway: the change answers once they were told.
+      await deps.changes.apply(req.id, { secret: sealSecret(req.id, secret) });
       return { apiSecret: secret };
     },
 

@@ -71,15 +71,25 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
       key: {{ $env }}
 {{- end }}
 {{- end }}
-- name: FEEDS_MASTER_KEY
+# Services answer only calls signed with this key; every process holds the same one.
+- name: FEEDS_INTERNAL_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ required "secret.name: an existing Secret holding FEEDS_MASTER_KEY" .Values.secret.name }}
-      key: FEEDS_MASTER_KEY
+      name: {{ required "secret.name: an existing Secret holding FEEDS_INTERNAL_KEY and FEEDS_MASTER_KEY" .Values.secret.name }}
+      key: FEEDS_INTERNAL_KEY
 {{- range $name, $value := .Values.extraEnv }}
 - name: {{ $name }}
   value: {{ $value | quote }}
 {{- end }}
+{{- end }}
+
+{{/* The key that decrypts tenant api secrets: only for the process that runs tenancy. */}}
+{{- define "feeds.masterKeyEnv" -}}
+- name: FEEDS_MASTER_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "secret.name: an existing Secret holding FEEDS_INTERNAL_KEY and FEEDS_MASTER_KEY" .Values.secret.name }}
+      key: FEEDS_MASTER_KEY
 {{- end }}
 
 {{/* Pod-level settings shared by every Deployment; takes the root context. */}}
@@ -103,5 +113,13 @@ affinity:
 {{- with .Values.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Where each separately deployed service answers: every process calls its peers there. */}}
+{{- define "feeds.serviceUrls" -}}
+{{- range $name, $_ := .Values.services }}
+- name: {{ upper $name }}_URL
+  value: "http://{{ include "feeds.componentName" (dict "root" $ "component" $name) }}:{{ $.Values.grpcPort }}"
 {{- end }}
 {{- end }}

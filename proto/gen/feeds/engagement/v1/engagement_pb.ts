@@ -4,13 +4,17 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { PageRequest } from "../../common/v1/common_pb.js";
+import { file_feeds_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/engagement/v1/engagement.proto.
  */
 export const file_feeds_engagement_v1_engagement: GenFile = /*@__PURE__*/
-  fileDesc("CiRmZWVkcy9lbmdhZ2VtZW50L3YxL2VuZ2FnZW1lbnQucHJvdG8SE2ZlZWRzLmVuZ2FnZW1lbnQudjEiQAoXTGlzdE93blJlYWN0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIUCgxhY3Rpdml0eV9pZHMYAiADKAkiMgoMT3duUmVhY3Rpb25zEhMKC2FjdGl2aXR5X2lkGAEgASgJEg0KBWtpbmRzGAIgAygJIlAKGExpc3RPd25SZWFjdGlvbnNSZXNwb25zZRI0CglyZWFjdGlvbnMYASADKAsyIS5mZWVkcy5lbmdhZ2VtZW50LnYxLk93blJlYWN0aW9uczKEAQoRRW5nYWdlbWVudFNlcnZpY2USbwoQTGlzdE93blJlYWN0aW9ucxIsLmZlZWRzLmVuZ2FnZW1lbnQudjEuTGlzdE93blJlYWN0aW9uc1JlcXVlc3QaLS5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RPd25SZWFjdGlvbnNSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("CiRmZWVkcy9lbmdhZ2VtZW50L3YxL2VuZ2FnZW1lbnQucHJvdG8SE2ZlZWRzLmVuZ2FnZW1lbnQudjEiQAoXTGlzdE93blJlYWN0aW9uc1JlcXVlc3QSDwoHdXNlcl9pZBgBIAEoCRIUCgxhY3Rpdml0eV9pZHMYAiADKAkiMgoMT3duUmVhY3Rpb25zEhMKC2FjdGl2aXR5X2lkGAEgASgJEg0KBWtpbmRzGAIgAygJIlAKGExpc3RPd25SZWFjdGlvbnNSZXNwb25zZRI0CglyZWFjdGlvbnMYASADKAsyIS5mZWVkcy5lbmdhZ2VtZW50LnYxLk93blJlYWN0aW9ucyJ6CghSZWFjdGlvbhIKCgJpZBgBIAEoCRITCgthY3Rpdml0eV9pZBgCIAEoCRIPCgd1c2VyX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQgoMUmVhY3RSZXF1ZXN0EhMKC2FjdGl2aXR5X2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSJRCg1SZWFjdFJlc3BvbnNlEi8KCHJlYWN0aW9uGAEgASgLMh0uZmVlZHMuZW5nYWdlbWVudC52MS5SZWFjdGlvbhIPCgdjcmVhdGVkGAIgASgIImUKFExpc3RSZWFjdGlvbnNSZXF1ZXN0EhMKC2FjdGl2aXR5X2lkGAEgASgJEgwKBGtpbmQYAiABKAkSKgoEcGFnZRgDIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJXChVMaXN0UmVhY3Rpb25zUmVzcG9uc2USMAoJcmVhY3Rpb25zGAEgAygLMh0uZmVlZHMuZW5nYWdlbWVudC52MS5SZWFjdGlvbhIMCgRuZXh0GAIgASgJIkQKDlVucmVhY3RSZXF1ZXN0EhMKC2FjdGl2aXR5X2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSIRCg9VbnJlYWN0UmVzcG9uc2UiIwoVRGVsZXRlUmVhY3Rpb25SZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZVJlYWN0aW9uUmVzcG9uc2Ui4wEKB0NvbW1lbnQSCgoCaWQYASABKAkSEwoLYWN0aXZpdHlfaWQYAiABKAkSFgoJcGFyZW50X2lkGAMgASgJSACIAQESDwoHdXNlcl9pZBgEIAEoCRIMCgR0ZXh0GAUgASgJEhMKC3JlcGx5X2NvdW50GAYgASgDEi4KCmNyZWF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCWVkaXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCDAoKX3BhcmVudF9pZCJaChFBZGRDb21tZW50UmVxdWVzdBITCgthY3Rpdml0eV9pZBgBIAEoCRIMCgR0ZXh0GAIgASgJEhEKCXBhcmVudF9pZBgDIAEoCRIPCgd1c2VyX2lkGAQgASgJIkMKEkFkZENvbW1lbnRSZXNwb25zZRItCgdjb21tZW50GAEgASgLMhwuZmVlZHMuZW5nYWdlbWVudC52MS5Db21tZW50IlYKE0xpc3RDb21tZW50c1JlcXVlc3QSEwoLYWN0aXZpdHlfaWQYASABKAkSKgoEcGFnZRgCIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJUChRMaXN0Q29tbWVudHNSZXNwb25zZRIuCghjb21tZW50cxgBIAMoCzIcLmZlZWRzLmVuZ2FnZW1lbnQudjEuQ29tbWVudBIMCgRuZXh0GAIgASgJIlQKEkxpc3RSZXBsaWVzUmVxdWVzdBISCgpjb21tZW50X2lkGAEgASgJEioKBHBhZ2UYAiABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiUgoTTGlzdFJlcGxpZXNSZXNwb25zZRItCgdyZXBsaWVzGAEgAygLMhwuZmVlZHMuZW5nYWdlbWVudC52MS5Db21tZW50EgwKBG5leHQYAiABKAkiPwoSRWRpdENvbW1lbnRSZXF1ZXN0EgoKAmlkGAEgASgJEgwKBHRleHQYAiABKAkSDwoHdXNlcl9pZBgDIAEoCSJEChNFZGl0Q29tbWVudFJlc3BvbnNlEi0KB2NvbW1lbnQYASABKAsyHC5mZWVkcy5lbmdhZ2VtZW50LnYxLkNvbW1lbnQiMwoURGVsZXRlQ29tbWVudFJlcXVlc3QSCgoCaWQYASABKAkSDwoHdXNlcl9pZBgCIAEoCSIXChVEZWxldGVDb21tZW50UmVzcG9uc2UiJAoTU2V0QmxvY2tsaXN0UmVxdWVzdBINCgV0ZXJtcxgBIAMoCSIlChRTZXRCbG9ja2xpc3RSZXNwb25zZRINCgV0ZXJtcxgBIAMoCSIVChNHZXRCbG9ja2xpc3RSZXF1ZXN0IiUKFEdldEJsb2NrbGlzdFJlc3BvbnNlEg0KBXRlcm1zGAEgAygJMrcJChFFbmdhZ2VtZW50U2VydmljZRJvChBMaXN0T3duUmVhY3Rpb25zEiwuZmVlZHMuZW5nYWdlbWVudC52MS5MaXN0T3duUmVhY3Rpb25zUmVxdWVzdBotLmZlZWRzLmVuZ2FnZW1lbnQudjEuTGlzdE93blJlYWN0aW9uc1Jlc3BvbnNlEk4KBVJlYWN0EiEuZmVlZHMuZW5nYWdlbWVudC52MS5SZWFjdFJlcXVlc3QaIi5mZWVkcy5lbmdhZ2VtZW50LnYxLlJlYWN0UmVzcG9uc2USZgoNTGlzdFJlYWN0aW9ucxIpLmZlZWRzLmVuZ2FnZW1lbnQudjEuTGlzdFJlYWN0aW9uc1JlcXVlc3QaKi5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RSZWFjdGlvbnNSZXNwb25zZRJUCgdVbnJlYWN0EiMuZmVlZHMuZW5nYWdlbWVudC52MS5VbnJlYWN0UmVxdWVzdBokLmZlZWRzLmVuZ2FnZW1lbnQudjEuVW5yZWFjdFJlc3BvbnNlEmkKDkRlbGV0ZVJlYWN0aW9uEiouZmVlZHMuZW5nYWdlbWVudC52MS5EZWxldGVSZWFjdGlvblJlcXVlc3QaKy5mZWVkcy5lbmdhZ2VtZW50LnYxLkRlbGV0ZVJlYWN0aW9uUmVzcG9uc2USXQoKQWRkQ29tbWVudBImLmZlZWRzLmVuZ2FnZW1lbnQudjEuQWRkQ29tbWVudFJlcXVlc3QaJy5mZWVkcy5lbmdhZ2VtZW50LnYxLkFkZENvbW1lbnRSZXNwb25zZRJjCgxMaXN0Q29tbWVudHMSKC5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RDb21tZW50c1JlcXVlc3QaKS5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RDb21tZW50c1Jlc3BvbnNlEmAKC0xpc3RSZXBsaWVzEicuZmVlZHMuZW5nYWdlbWVudC52MS5MaXN0UmVwbGllc1JlcXVlc3QaKC5mZWVkcy5lbmdhZ2VtZW50LnYxLkxpc3RSZXBsaWVzUmVzcG9uc2USYAoLRWRpdENvbW1lbnQSJy5mZWVkcy5lbmdhZ2VtZW50LnYxLkVkaXRDb21tZW50UmVxdWVzdBooLmZlZWRzLmVuZ2FnZW1lbnQudjEuRWRpdENvbW1lbnRSZXNwb25zZRJmCg1EZWxldGVDb21tZW50EikuZmVlZHMuZW5nYWdlbWVudC52MS5EZWxldGVDb21tZW50UmVxdWVzdBoqLmZlZWRzLmVuZ2FnZW1lbnQudjEuRGVsZXRlQ29tbWVudFJlc3BvbnNlEmMKDFNldEJsb2NrbGlzdBIoLmZlZWRzLmVuZ2FnZW1lbnQudjEuU2V0QmxvY2tsaXN0UmVxdWVzdBopLmZlZWRzLmVuZ2FnZW1lbnQudjEuU2V0QmxvY2tsaXN0UmVzcG9uc2USYwoMR2V0QmxvY2tsaXN0EiguZmVlZHMuZW5nYWdlbWVudC52MS5HZXRCbG9ja2xpc3RSZXF1ZXN0GikuZmVlZHMuZW5nYWdlbWVudC52MS5HZXRCbG9ja2xpc3RSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message feeds.engagement.v1.ListOwnReactionsRequest
@@ -74,8 +78,555 @@ export const ListOwnReactionsResponseSchema: GenMessage<ListOwnReactionsResponse
   messageDesc(file_feeds_engagement_v1_engagement, 2);
 
 /**
- * Reactions, comments and replies, moderation blocklists. The tenant travels in the call's
- * context headers. Reactions, comments and moderation RPCs arrive with their issue.
+ * @generated from message feeds.engagement.v1.Reaction
+ */
+export type Reaction = Message<"feeds.engagement.v1.Reaction"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string activity_id = 2;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.Reaction.
+ * Use `create(ReactionSchema)` to create a new message.
+ */
+export const ReactionSchema: GenMessage<Reaction> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 3);
+
+/**
+ * @generated from message feeds.engagement.v1.ReactRequest
+ */
+export type ReactRequest = Message<"feeds.engagement.v1.ReactRequest"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ReactRequest.
+ * Use `create(ReactRequestSchema)` to create a new message.
+ */
+export const ReactRequestSchema: GenMessage<ReactRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 4);
+
+/**
+ * @generated from message feeds.engagement.v1.ReactResponse
+ */
+export type ReactResponse = Message<"feeds.engagement.v1.ReactResponse"> & {
+  /**
+   * @generated from field: feeds.engagement.v1.Reaction reaction = 1;
+   */
+  reaction?: Reaction | undefined;
+
+  /**
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ReactResponse.
+ * Use `create(ReactResponseSchema)` to create a new message.
+ */
+export const ReactResponseSchema: GenMessage<ReactResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 5);
+
+/**
+ * @generated from message feeds.engagement.v1.ListReactionsRequest
+ */
+export type ListReactionsRequest = Message<"feeds.engagement.v1.ListReactionsRequest"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * Empty: every kind.
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 3;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListReactionsRequest.
+ * Use `create(ListReactionsRequestSchema)` to create a new message.
+ */
+export const ListReactionsRequestSchema: GenMessage<ListReactionsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 6);
+
+/**
+ * @generated from message feeds.engagement.v1.ListReactionsResponse
+ */
+export type ListReactionsResponse = Message<"feeds.engagement.v1.ListReactionsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.engagement.v1.Reaction reactions = 1;
+   */
+  reactions: Reaction[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListReactionsResponse.
+ * Use `create(ListReactionsResponseSchema)` to create a new message.
+ */
+export const ListReactionsResponseSchema: GenMessage<ListReactionsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 7);
+
+/**
+ * @generated from message feeds.engagement.v1.UnreactRequest
+ */
+export type UnreactRequest = Message<"feeds.engagement.v1.UnreactRequest"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.UnreactRequest.
+ * Use `create(UnreactRequestSchema)` to create a new message.
+ */
+export const UnreactRequestSchema: GenMessage<UnreactRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 8);
+
+/**
+ * @generated from message feeds.engagement.v1.UnreactResponse
+ */
+export type UnreactResponse = Message<"feeds.engagement.v1.UnreactResponse"> & {
+};
+
+/**
+ * Describes the message feeds.engagement.v1.UnreactResponse.
+ * Use `create(UnreactResponseSchema)` to create a new message.
+ */
+export const UnreactResponseSchema: GenMessage<UnreactResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 9);
+
+/**
+ * @generated from message feeds.engagement.v1.DeleteReactionRequest
+ */
+export type DeleteReactionRequest = Message<"feeds.engagement.v1.DeleteReactionRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.DeleteReactionRequest.
+ * Use `create(DeleteReactionRequestSchema)` to create a new message.
+ */
+export const DeleteReactionRequestSchema: GenMessage<DeleteReactionRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 10);
+
+/**
+ * @generated from message feeds.engagement.v1.DeleteReactionResponse
+ */
+export type DeleteReactionResponse = Message<"feeds.engagement.v1.DeleteReactionResponse"> & {
+};
+
+/**
+ * Describes the message feeds.engagement.v1.DeleteReactionResponse.
+ * Use `create(DeleteReactionResponseSchema)` to create a new message.
+ */
+export const DeleteReactionResponseSchema: GenMessage<DeleteReactionResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 11);
+
+/**
+ * @generated from message feeds.engagement.v1.Comment
+ */
+export type Comment = Message<"feeds.engagement.v1.Comment"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string activity_id = 2;
+   */
+  activityId: string;
+
+  /**
+   * Absent for a top-level comment.
+   *
+   * @generated from field: optional string parent_id = 3;
+   */
+  parentId?: string | undefined;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+
+  /**
+   * @generated from field: string text = 5;
+   */
+  text: string;
+
+  /**
+   * @generated from field: int64 reply_count = 6;
+   */
+  replyCount: bigint;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp edited_at = 8;
+   */
+  editedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.Comment.
+ * Use `create(CommentSchema)` to create a new message.
+ */
+export const CommentSchema: GenMessage<Comment> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 12);
+
+/**
+ * @generated from message feeds.engagement.v1.AddCommentRequest
+ */
+export type AddCommentRequest = Message<"feeds.engagement.v1.AddCommentRequest"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * Empty: a top-level comment.
+   *
+   * @generated from field: string parent_id = 3;
+   */
+  parentId: string;
+
+  /**
+   * @generated from field: string user_id = 4;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.AddCommentRequest.
+ * Use `create(AddCommentRequestSchema)` to create a new message.
+ */
+export const AddCommentRequestSchema: GenMessage<AddCommentRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 13);
+
+/**
+ * @generated from message feeds.engagement.v1.AddCommentResponse
+ */
+export type AddCommentResponse = Message<"feeds.engagement.v1.AddCommentResponse"> & {
+  /**
+   * @generated from field: feeds.engagement.v1.Comment comment = 1;
+   */
+  comment?: Comment | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.AddCommentResponse.
+ * Use `create(AddCommentResponseSchema)` to create a new message.
+ */
+export const AddCommentResponseSchema: GenMessage<AddCommentResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 14);
+
+/**
+ * @generated from message feeds.engagement.v1.ListCommentsRequest
+ */
+export type ListCommentsRequest = Message<"feeds.engagement.v1.ListCommentsRequest"> & {
+  /**
+   * @generated from field: string activity_id = 1;
+   */
+  activityId: string;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListCommentsRequest.
+ * Use `create(ListCommentsRequestSchema)` to create a new message.
+ */
+export const ListCommentsRequestSchema: GenMessage<ListCommentsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 15);
+
+/**
+ * @generated from message feeds.engagement.v1.ListCommentsResponse
+ */
+export type ListCommentsResponse = Message<"feeds.engagement.v1.ListCommentsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.engagement.v1.Comment comments = 1;
+   */
+  comments: Comment[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListCommentsResponse.
+ * Use `create(ListCommentsResponseSchema)` to create a new message.
+ */
+export const ListCommentsResponseSchema: GenMessage<ListCommentsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 16);
+
+/**
+ * @generated from message feeds.engagement.v1.ListRepliesRequest
+ */
+export type ListRepliesRequest = Message<"feeds.engagement.v1.ListRepliesRequest"> & {
+  /**
+   * @generated from field: string comment_id = 1;
+   */
+  commentId: string;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListRepliesRequest.
+ * Use `create(ListRepliesRequestSchema)` to create a new message.
+ */
+export const ListRepliesRequestSchema: GenMessage<ListRepliesRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 17);
+
+/**
+ * @generated from message feeds.engagement.v1.ListRepliesResponse
+ */
+export type ListRepliesResponse = Message<"feeds.engagement.v1.ListRepliesResponse"> & {
+  /**
+   * @generated from field: repeated feeds.engagement.v1.Comment replies = 1;
+   */
+  replies: Comment[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.ListRepliesResponse.
+ * Use `create(ListRepliesResponseSchema)` to create a new message.
+ */
+export const ListRepliesResponseSchema: GenMessage<ListRepliesResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 18);
+
+/**
+ * @generated from message feeds.engagement.v1.EditCommentRequest
+ */
+export type EditCommentRequest = Message<"feeds.engagement.v1.EditCommentRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * @generated from field: string user_id = 3;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.EditCommentRequest.
+ * Use `create(EditCommentRequestSchema)` to create a new message.
+ */
+export const EditCommentRequestSchema: GenMessage<EditCommentRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 19);
+
+/**
+ * @generated from message feeds.engagement.v1.EditCommentResponse
+ */
+export type EditCommentResponse = Message<"feeds.engagement.v1.EditCommentResponse"> & {
+  /**
+   * @generated from field: feeds.engagement.v1.Comment comment = 1;
+   */
+  comment?: Comment | undefined;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.EditCommentResponse.
+ * Use `create(EditCommentResponseSchema)` to create a new message.
+ */
+export const EditCommentResponseSchema: GenMessage<EditCommentResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 20);
+
+/**
+ * @generated from message feeds.engagement.v1.DeleteCommentRequest
+ */
+export type DeleteCommentRequest = Message<"feeds.engagement.v1.DeleteCommentRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+};
+
+/**
+ * Describes the message feeds.engagement.v1.DeleteCommentRequest.
+ * Use `create(DeleteCommentRequestSchema)` to create a new message.
+ */
+export const DeleteCommentRequestSchema: GenMessage<DeleteCommentRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 21);
+
+/**
+ * @generated from message feeds.engagement.v1.DeleteCommentResponse
+ */
+export type DeleteCommentResponse = Message<"feeds.engagement.v1.DeleteCommentResponse"> & {
+};
+
+/**
+ * Describes the message feeds.engagement.v1.DeleteCommentResponse.
+ * Use `create(DeleteCommentResponseSchema)` to create a new message.
+ */
+export const DeleteCommentResponseSchema: GenMessage<DeleteCommentResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 22);
+
+/**
+ * @generated from message feeds.engagement.v1.SetBlocklistRequest
+ */
+export type SetBlocklistRequest = Message<"feeds.engagement.v1.SetBlocklistRequest"> & {
+  /**
+   * @generated from field: repeated string terms = 1;
+   */
+  terms: string[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.SetBlocklistRequest.
+ * Use `create(SetBlocklistRequestSchema)` to create a new message.
+ */
+export const SetBlocklistRequestSchema: GenMessage<SetBlocklistRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 23);
+
+/**
+ * @generated from message feeds.engagement.v1.SetBlocklistResponse
+ */
+export type SetBlocklistResponse = Message<"feeds.engagement.v1.SetBlocklistResponse"> & {
+  /**
+   * As stored: trimmed, lower-cased, without repeats, sorted.
+   *
+   * @generated from field: repeated string terms = 1;
+   */
+  terms: string[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.SetBlocklistResponse.
+ * Use `create(SetBlocklistResponseSchema)` to create a new message.
+ */
+export const SetBlocklistResponseSchema: GenMessage<SetBlocklistResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 24);
+
+/**
+ * @generated from message feeds.engagement.v1.GetBlocklistRequest
+ */
+export type GetBlocklistRequest = Message<"feeds.engagement.v1.GetBlocklistRequest"> & {
+};
+
+/**
+ * Describes the message feeds.engagement.v1.GetBlocklistRequest.
+ * Use `create(GetBlocklistRequestSchema)` to create a new message.
+ */
+export const GetBlocklistRequestSchema: GenMessage<GetBlocklistRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 25);
+
+/**
+ * @generated from message feeds.engagement.v1.GetBlocklistResponse
+ */
+export type GetBlocklistResponse = Message<"feeds.engagement.v1.GetBlocklistResponse"> & {
+  /**
+   * @generated from field: repeated string terms = 1;
+   */
+  terms: string[];
+};
+
+/**
+ * Describes the message feeds.engagement.v1.GetBlocklistResponse.
+ * Use `create(GetBlocklistResponseSchema)` to create a new message.
+ */
+export const GetBlocklistResponseSchema: GenMessage<GetBlocklistResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_engagement_v1_engagement, 26);
+
+/**
+ * Reactions, comments and replies, moderation blocklists. The tenant and caller travel in the
+ * call's context headers. Where a request names `user_id`: a user token's caller is that user (a
+ * different non-empty id is FORBIDDEN); a server token must name it (VALIDATION_FAILED on
+ * `user_id` when empty).
  *
  * @generated from service feeds.engagement.v1.EngagementService
  */
@@ -90,6 +641,115 @@ export const EngagementService: GenService<{
     methodKind: "unary";
     input: typeof ListOwnReactionsRequestSchema;
     output: typeof ListOwnReactionsResponseSchema;
+  },
+  /**
+   * One reaction per (activity, user, kind); `created` false answers the existing one. The
+   * activity's reaction_counts and version have moved when this answers.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.React
+   */
+  react: {
+    methodKind: "unary";
+    input: typeof ReactRequestSchema;
+    output: typeof ReactResponseSchema;
+  },
+  /**
+   * Newest first (created_at desc, id desc), optionally of one kind.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.ListReactions
+   */
+  listReactions: {
+    methodKind: "unary";
+    input: typeof ListReactionsRequestSchema;
+    output: typeof ListReactionsResponseSchema;
+  },
+  /**
+   * Removes the user's reaction of a kind; NOT_FOUND when there was none.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.Unreact
+   */
+  unreact: {
+    methodKind: "unary";
+    input: typeof UnreactRequestSchema;
+    output: typeof UnreactResponseSchema;
+  },
+  /**
+   * Removes a reaction by id (compatibility); user tokens only their own.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.DeleteReaction
+   */
+  deleteReaction: {
+    methodKind: "unary";
+    input: typeof DeleteReactionRequestSchema;
+    output: typeof DeleteReactionResponseSchema;
+  },
+  /**
+   * A top-level comment, or a reply when `parent_id` names a top-level comment of the activity.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.AddComment
+   */
+  addComment: {
+    methodKind: "unary";
+    input: typeof AddCommentRequestSchema;
+    output: typeof AddCommentResponseSchema;
+  },
+  /**
+   * Top-level comments, oldest first (created_at asc, id asc).
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.ListComments
+   */
+  listComments: {
+    methodKind: "unary";
+    input: typeof ListCommentsRequestSchema;
+    output: typeof ListCommentsResponseSchema;
+  },
+  /**
+   * Replies of a top-level comment, oldest first.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.ListReplies
+   */
+  listReplies: {
+    methodKind: "unary";
+    input: typeof ListRepliesRequestSchema;
+    output: typeof ListRepliesResponseSchema;
+  },
+  /**
+   * The author edits the text; edited_at is set.
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.EditComment
+   */
+  editComment: {
+    methodKind: "unary";
+    input: typeof EditCommentRequestSchema;
+    output: typeof EditCommentResponseSchema;
+  },
+  /**
+   * The author deletes a comment (a top-level comment takes its replies with it).
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.DeleteComment
+   */
+  deleteComment: {
+    methodKind: "unary";
+    input: typeof DeleteCommentRequestSchema;
+    output: typeof DeleteCommentResponseSchema;
+  },
+  /**
+   * Replaces the tenant's blocklist (server only).
+   *
+   * @generated from rpc feeds.engagement.v1.EngagementService.SetBlocklist
+   */
+  setBlocklist: {
+    methodKind: "unary";
+    input: typeof SetBlocklistRequestSchema;
+    output: typeof SetBlocklistResponseSchema;
+  },
+  /**
+   * @generated from rpc feeds.engagement.v1.EngagementService.GetBlocklist
+   */
+  getBlocklist: {
+    methodKind: "unary";
+    input: typeof GetBlocklistRequestSchema;
+    output: typeof GetBlocklistResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_engagement_v1_engagement, 0);

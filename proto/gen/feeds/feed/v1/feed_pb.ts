@@ -14,7 +14,46 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/feed/v1/feed.proto.
  */
 export const file_feeds_feed_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEi2gMKCEFjdGl2aXR5EgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEgwKBHZlcmIYAyABKAkSDgoGb2JqZWN0GAQgASgJEhMKBnRhcmdldBgFIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBiABKAlIAYgBARIoCgR0aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgIIAEoCRITCgtvcmlnaW5fZmVlZBgJIAEoCRJECg9yZWFjdGlvbl9jb3VudHMYCiADKAsyKy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5LlJlYWN0aW9uQ291bnRzRW50cnkSDAoEcmVmcxgLIAMoCRItCgllZGl0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg8KB3ZlcnNpb24YDSABKAMSLgoKZGVsZXRlZF9hdBgOIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaNQoTUmVhY3Rpb25Db3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQizwEKC05ld0FjdGl2aXR5Eg0KBWFjdG9yGAEgASgJEgwKBHZlcmIYAiABKAkSDgoGb2JqZWN0GAMgASgJEhMKBnRhcmdldBgEIAEoCUgAiAEBEhcKCmZvcmVpZ25faWQYBSABKAlIAYgBARIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBITCgtjdXN0b21fanNvbhgHIAEoCRIMCgRyZWZzGAggAygJQgkKB190YXJnZXRCDQoLX2ZvcmVpZ25faWQiagoSQWRkQWN0aXZpdHlSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIsCghhY3Rpdml0eRgCIAEoCzIaLmZlZWRzLmZlZWQudjEuTmV3QWN0aXZpdHkiYwoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCSIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSIoCghBdWRpZW5jZRINCgV1c2VycxgBIAMoCRINCgVmZWVkcxgCIAMoCSKTAgoOUHJvbW90ZWRSZWNvcmQSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoLY3VzdG9tX2pzb24YBSABKAkSLgoIYXVkaWVuY2UYBiABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQESFAoMc2VydmVkX2NvdW50GAcgASgDEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDHJldHJhY3RlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2F1ZGllbmNlIpYBChVDcmVhdGVQcm9tb3RlZFJlcXVlc3QSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoLY3VzdG9tX2pzb24YBCABKAkSLgoIYXVkaWVuY2UYBSABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQFCCwoJX2F1ZGllbmNlIkcKFkNyZWF0ZVByb21vdGVkUmVzcG9uc2USLQoGcmVjb3JkGAEgASgLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZCJBChNMaXN0UHJvbW90ZWRSZXF1ZXN0EioKBHBhZ2UYASABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiVAoUTGlzdFByb21vdGVkUmVzcG9uc2USLgoHcmVjb3JkcxgBIAMoCzIdLmZlZWRzLmZlZWQudjEuUHJvbW90ZWRSZWNvcmQSDAoEbmV4dBgCIAEoCSIkChZSZXRyYWN0UHJvbW90ZWRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF1JldHJhY3RQcm9tb3RlZFJlc3BvbnNlIk8KFFNlcnZlUHJvbW90ZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIPCgd1c2VyX2lkGAIgASgJIkcKFVNlcnZlUHJvbW90ZWRSZXNwb25zZRIuCgdyZWNvcmRzGAEgAygLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZDLjBwoLRmVlZFNlcnZpY2USVAoLQWRkQWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXNwb25zZRJUCgtHZXRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlc3BvbnNlEloKDUdldEFjdGl2aXRpZXMSIy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVzcG9uc2USWgoNUGF0Y2hBY3Rpdml0eRIjLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXNwb25zZRJdCg5EZWxldGVBY3Rpdml0eRIkLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlc3BvbnNlEksKCFJlYWRGZWVkEh4uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlcXVlc3QaHy5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVzcG9uc2USTgoJR2V0U2lnbmFsEh8uZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXF1ZXN0GiAuZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXNwb25zZRJUCgtDb3B5SGlzdG9yeRIhLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlc3BvbnNlEloKDVJlbW92ZUhpc3RvcnkSIy5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVzcG9uc2USYwoQSW1wb3J0QWN0aXZpdGllcxImLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1JlcXVlc3QaJy5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRJdCg5MaXN0QWN0aXZpdGllcxIkLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1Jlc3BvbnNlMocDCg9Qcm9tb3RlZFNlcnZpY2USXQoOQ3JlYXRlUHJvbW90ZWQSJC5mZWVkcy5mZWVkLnYxLkNyZWF0ZVByb21vdGVkUmVxdWVzdBolLmZlZWRzLmZlZWQudjEuQ3JlYXRlUHJvbW90ZWRSZXNwb25zZRJXCgxMaXN0UHJvbW90ZWQSIi5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlcXVlc3QaIy5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlc3BvbnNlEmAKD1JldHJhY3RQcm9tb3RlZBIlLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVxdWVzdBomLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVzcG9uc2USWgoNU2VydmVQcm9tb3RlZBIjLmZlZWRzLmZlZWQudjEuU2VydmVQcm9tb3RlZFJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlNlcnZlUHJvbW90ZWRSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEiGgoYR2V0QWN0aXZpdHlTaWduYWxSZXF1ZXN0IjsKGUdldEFjdGl2aXR5U2lnbmFsUmVzcG9uc2USDQoFY291bnQYASABKAMSDwoHdmVyc2lvbhgCIAEoAyLaAwoIQWN0aXZpdHkSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoGdGFyZ2V0GAUgASgJSACIAQESFwoKZm9yZWlnbl9pZBgGIAEoCUgBiAEBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAggASgJEhMKC29yaWdpbl9mZWVkGAkgASgJEkQKD3JlYWN0aW9uX2NvdW50cxgKIAMoCzIrLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkuUmVhY3Rpb25Db3VudHNFbnRyeRIMCgRyZWZzGAsgAygJEi0KCWVkaXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgNIAEoAxIuCgpkZWxldGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo1ChNSZWFjdGlvbkNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAFCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCLPAQoLTmV3QWN0aXZpdHkSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoGdGFyZ2V0GAQgASgJSACIAQESFwoKZm9yZWlnbl9pZBgFIAEoCUgBiAEBEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAcgASgJEgwKBHJlZnMYCCADKAlCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCJqChJBZGRBY3Rpdml0eVJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJjChNBZGRBY3Rpdml0eVJlc3BvbnNlEikKCGFjdGl2aXR5GAEgASgLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eRIPCgdjcmVhdGVkGAIgASgIEhAKCHdhcm5pbmdzGAMgAygJIiAKEkdldEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCSJAChNHZXRBY3Rpdml0eVJlc3BvbnNlEikKCGFjdGl2aXR5GAEgASgLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSIjChRHZXRBY3Rpdml0aWVzUmVxdWVzdBILCgNpZHMYASADKAkiRAoVR2V0QWN0aXZpdGllc1Jlc3BvbnNlEisKCmFjdGl2aXRpZXMYASADKAsyFy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5ImMKFFBhdGNoQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJEhAKCHNldF9qc29uGAIgASgJEg0KBXVuc2V0GAMgAygJEhAKCGhhc19yZWZzGAQgASgIEgwKBHJlZnMYBSADKAkiQgoVUGF0Y2hBY3Rpdml0eVJlc3BvbnNlEikKCGFjdGl2aXR5GAEgASgLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSIjChVEZWxldGVBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiGAoWRGVsZXRlQWN0aXZpdHlSZXNwb25zZSJlCg9SZWFkRmVlZFJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEioKBHBhZ2UYAiABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiTQoQUmVhZEZlZWRSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eRIMCgRuZXh0GAIgASgJIjoKEEdldFNpZ25hbFJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIjIKEUdldFNpZ25hbFJlc3BvbnNlEg8KB3ZlcnNpb24YASABKAMSDAoEaGVhZBgCIAEoCSJ3ChJDb3B5SGlzdG9yeVJlcXVlc3QSKAoGc291cmNlGAEgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYSKAoGdGFyZ2V0GAIgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYSDQoFbGltaXQYAyABKAUiJQoTQ29weUhpc3RvcnlSZXNwb25zZRIOCgZjb3BpZWQYASABKAUiagoUUmVtb3ZlSGlzdG9yeVJlcXVlc3QSKAoGc291cmNlGAEgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYSKAoGdGFyZ2V0GAIgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYiKAoVUmVtb3ZlSGlzdG9yeVJlc3BvbnNlEg8KB3JlbW92ZWQYASABKAUiYgoKSW1wb3J0SXRlbRImCgRmZWVkGAEgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYSLAoIYWN0aXZpdHkYAiABKAsyGi5mZWVkcy5mZWVkLnYxLk5ld0FjdGl2aXR5IkMKF0ltcG9ydEFjdGl2aXRpZXNSZXF1ZXN0EigKBWl0ZW1zGAEgAygLMhkuZmVlZHMuZmVlZC52MS5JbXBvcnRJdGVtIkMKDEltcG9ydFJlc3VsdBINCgVpbmRleBgBIAEoBRIKCgJvaxgCIAEoCBIKCgJpZBgDIAEoCRIMCgRjb2RlGAQgASgJIkgKGEltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRIsCgdyZXN1bHRzGAEgAygLMhsuZmVlZHMuZmVlZC52MS5JbXBvcnRSZXN1bHQiQwoVTGlzdEFjdGl2aXRpZXNSZXF1ZXN0EioKBHBhZ2UYASABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiUwoWTGlzdEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eRIMCgRuZXh0GAIgASgJIr0BChhTZXRSZWFjdGlvbkNvdW50c1JlcXVlc3QSCgoCaWQYASABKAkSQwoGY291bnRzGAIgAygLMjMuZmVlZHMuZmVlZC52MS5TZXRSZWFjdGlvbkNvdW50c1JlcXVlc3QuQ291bnRzRW50cnkSEAoIY29tcGxldGUYAyABKAgSDwoHY2hhbmdlcxgEIAEoBRotCgtDb3VudHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAM6AjgBIlcKGVNldFJlYWN0aW9uQ291bnRzUmVzcG9uc2USKQoIYWN0aXZpdHkYASABKAsyFy5mZWVkcy5mZWVkLnYxLkFjdGl2aXR5Eg8KB2NoYW5nZWQYAiABKAgiKAoIQXVkaWVuY2USDQoFdXNlcnMYASADKAkSDQoFZmVlZHMYAiADKAkikwIKDlByb21vdGVkUmVjb3JkEgoKAmlkGAEgASgJEg0KBWFjdG9yGAIgASgJEgwKBHZlcmIYAyABKAkSDgoGb2JqZWN0GAQgASgJEhMKC2N1c3RvbV9qc29uGAUgASgJEi4KCGF1ZGllbmNlGAYgASgLMhcuZmVlZHMuZmVlZC52MS5BdWRpZW5jZUgAiAEBEhQKDHNlcnZlZF9jb3VudBgHIAEoAxIuCgpjcmVhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIwCgxyZXRyYWN0ZWRfYXQYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgsKCV9hdWRpZW5jZSKWAQoVQ3JlYXRlUHJvbW90ZWRSZXF1ZXN0Eg0KBWFjdG9yGAEgASgJEgwKBHZlcmIYAiABKAkSDgoGb2JqZWN0GAMgASgJEhMKC2N1c3RvbV9qc29uGAQgASgJEi4KCGF1ZGllbmNlGAUgASgLMhcuZmVlZHMuZmVlZC52MS5BdWRpZW5jZUgAiAEBQgsKCV9hdWRpZW5jZSJHChZDcmVhdGVQcm9tb3RlZFJlc3BvbnNlEi0KBnJlY29yZBgBIAEoCzIdLmZlZWRzLmZlZWQudjEuUHJvbW90ZWRSZWNvcmQiQQoTTGlzdFByb21vdGVkUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlQKFExpc3RQcm9tb3RlZFJlc3BvbnNlEi4KB3JlY29yZHMYASADKAsyHS5mZWVkcy5mZWVkLnYxLlByb21vdGVkUmVjb3JkEgwKBG5leHQYAiABKAkiJAoWUmV0cmFjdFByb21vdGVkUmVxdWVzdBIKCgJpZBgBIAEoCSIZChdSZXRyYWN0UHJvbW90ZWRSZXNwb25zZSJPChRTZXJ2ZVByb21vdGVkUmVxdWVzdBImCgRmZWVkGAEgASgLMhguZmVlZHMuY29tbW9uLnYxLkZlZWRSZWYSDwoHdXNlcl9pZBgCIAEoCSJHChVTZXJ2ZVByb21vdGVkUmVzcG9uc2USLgoHcmVjb3JkcxgBIAMoCzIdLmZlZWRzLmZlZWQudjEuUHJvbW90ZWRSZWNvcmQyswkKC0ZlZWRTZXJ2aWNlElQKC0FkZEFjdGl2aXR5EiEuZmVlZHMuZmVlZC52MS5BZGRBY3Rpdml0eVJlcXVlc3QaIi5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVzcG9uc2USVAoLR2V0QWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXNwb25zZRJaCg1HZXRBY3Rpdml0aWVzEiMuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVxdWVzdBokLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdGllc1Jlc3BvbnNlEloKDVBhdGNoQWN0aXZpdHkSIy5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5QYXRjaEFjdGl2aXR5UmVzcG9uc2USXQoORGVsZXRlQWN0aXZpdHkSJC5mZWVkcy5mZWVkLnYxLkRlbGV0ZUFjdGl2aXR5UmVxdWVzdBolLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXNwb25zZRJLCghSZWFkRmVlZBIeLmZlZWRzLmZlZWQudjEuUmVhZEZlZWRSZXF1ZXN0Gh8uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlc3BvbnNlEk4KCUdldFNpZ25hbBIfLmZlZWRzLmZlZWQudjEuR2V0U2lnbmFsUmVxdWVzdBogLmZlZWRzLmZlZWQudjEuR2V0U2lnbmFsUmVzcG9uc2USVAoLQ29weUhpc3RvcnkSIS5mZWVkcy5mZWVkLnYxLkNvcHlIaXN0b3J5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXNwb25zZRJaCg1SZW1vdmVIaXN0b3J5EiMuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVxdWVzdBokLmZlZWRzLmZlZWQudjEuUmVtb3ZlSGlzdG9yeVJlc3BvbnNlEmMKEEltcG9ydEFjdGl2aXRpZXMSJi5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXF1ZXN0GicuZmVlZHMuZmVlZC52MS5JbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USXQoOTGlzdEFjdGl2aXRpZXMSJC5mZWVkcy5mZWVkLnYxLkxpc3RBY3Rpdml0aWVzUmVxdWVzdBolLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXNwb25zZRJmChFTZXRSZWFjdGlvbkNvdW50cxInLmZlZWRzLmZlZWQudjEuU2V0UmVhY3Rpb25Db3VudHNSZXF1ZXN0GiguZmVlZHMuZmVlZC52MS5TZXRSZWFjdGlvbkNvdW50c1Jlc3BvbnNlEmYKEUdldEFjdGl2aXR5U2lnbmFsEicuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVNpZ25hbFJlcXVlc3QaKC5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXR5U2lnbmFsUmVzcG9uc2UyhwMKD1Byb21vdGVkU2VydmljZRJdCg5DcmVhdGVQcm9tb3RlZBIkLmZlZWRzLmZlZWQudjEuQ3JlYXRlUHJvbW90ZWRSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5DcmVhdGVQcm9tb3RlZFJlc3BvbnNlElcKDExpc3RQcm9tb3RlZBIiLmZlZWRzLmZlZWQudjEuTGlzdFByb21vdGVkUmVxdWVzdBojLmZlZWRzLmZlZWQudjEuTGlzdFByb21vdGVkUmVzcG9uc2USYAoPUmV0cmFjdFByb21vdGVkEiUuZmVlZHMuZmVlZC52MS5SZXRyYWN0UHJvbW90ZWRSZXF1ZXN0GiYuZmVlZHMuZmVlZC52MS5SZXRyYWN0UHJvbW90ZWRSZXNwb25zZRJaCg1TZXJ2ZVByb21vdGVkEiMuZmVlZHMuZmVlZC52MS5TZXJ2ZVByb21vdGVkUmVxdWVzdBokLmZlZWRzLmZlZWQudjEuU2VydmVQcm9tb3RlZFJlc3BvbnNlYgZwcm90bzM", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivitySignalRequest
+ */
+export type GetActivitySignalRequest = Message<"feeds.feed.v1.GetActivitySignalRequest"> & {
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivitySignalRequest.
+ * Use `create(GetActivitySignalRequestSchema)` to create a new message.
+ */
+export const GetActivitySignalRequestSchema: GenMessage<GetActivitySignalRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 0);
+
+/**
+ * @generated from message feeds.feed.v1.GetActivitySignalResponse
+ */
+export type GetActivitySignalResponse = Message<"feeds.feed.v1.GetActivitySignalResponse"> & {
+  /**
+   * Activities of the tenant, tombstones included.
+   *
+   * @generated from field: int64 count = 1;
+   */
+  count: bigint;
+
+  /**
+   * Moves whenever an activity is added, patched or deleted.
+   *
+   * @generated from field: int64 version = 2;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message feeds.feed.v1.GetActivitySignalResponse.
+ * Use `create(GetActivitySignalResponseSchema)` to create a new message.
+ */
+export const GetActivitySignalResponseSchema: GenMessage<GetActivitySignalResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 1);
 
 /**
  * @generated from message feeds.feed.v1.Activity
@@ -96,7 +135,7 @@ export type Activity = Message<"feeds.feed.v1.Activity"> & {
  * Use `create(ActivitySchema)` to create a new message.
  */
 export const ActivitySchema: GenMessage<Activity> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 0);
+  messageDesc(file_feeds_feed_v1_feed, 2);
 
 /**
  * @generated from message feeds.feed.v1.NewActivity
@@ -150,7 +189,7 @@ export type NewActivity = Message<"feeds.feed.v1.NewActivity"> & {
  * Use `create(NewActivitySchema)` to create a new message.
  */
 export const NewActivitySchema: GenMessage<NewActivity> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 1);
+  messageDesc(file_feeds_feed_v1_feed, 3);
 
 /**
  * @generated from message feeds.feed.v1.AddActivityRequest
@@ -172,7 +211,7 @@ export type AddActivityRequest = Message<"feeds.feed.v1.AddActivityRequest"> & {
  * Use `create(AddActivityRequestSchema)` to create a new message.
  */
 export const AddActivityRequestSchema: GenMessage<AddActivityRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 2);
+  messageDesc(file_feeds_feed_v1_feed, 4);
 
 /**
  * @generated from message feeds.feed.v1.AddActivityResponse
@@ -201,7 +240,7 @@ export type AddActivityResponse = Message<"feeds.feed.v1.AddActivityResponse"> &
  * Use `create(AddActivityResponseSchema)` to create a new message.
  */
 export const AddActivityResponseSchema: GenMessage<AddActivityResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 3);
+  messageDesc(file_feeds_feed_v1_feed, 5);
 
 /**
  * @generated from message feeds.feed.v1.GetActivityRequest
@@ -218,7 +257,7 @@ export type GetActivityRequest = Message<"feeds.feed.v1.GetActivityRequest"> & {
  * Use `create(GetActivityRequestSchema)` to create a new message.
  */
 export const GetActivityRequestSchema: GenMessage<GetActivityRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 4);
+  messageDesc(file_feeds_feed_v1_feed, 6);
 
 /**
  * @generated from message feeds.feed.v1.GetActivityResponse
@@ -235,7 +274,7 @@ export type GetActivityResponse = Message<"feeds.feed.v1.GetActivityResponse"> &
  * Use `create(GetActivityResponseSchema)` to create a new message.
  */
 export const GetActivityResponseSchema: GenMessage<GetActivityResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 5);
+  messageDesc(file_feeds_feed_v1_feed, 7);
 
 /**
  * @generated from message feeds.feed.v1.GetActivitiesRequest
@@ -252,7 +291,7 @@ export type GetActivitiesRequest = Message<"feeds.feed.v1.GetActivitiesRequest">
  * Use `create(GetActivitiesRequestSchema)` to create a new message.
  */
 export const GetActivitiesRequestSchema: GenMessage<GetActivitiesRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 6);
+  messageDesc(file_feeds_feed_v1_feed, 8);
 
 /**
  * @generated from message feeds.feed.v1.GetActivitiesResponse
@@ -269,7 +308,7 @@ export type GetActivitiesResponse = Message<"feeds.feed.v1.GetActivitiesResponse
  * Use `create(GetActivitiesResponseSchema)` to create a new message.
  */
 export const GetActivitiesResponseSchema: GenMessage<GetActivitiesResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 7);
+  messageDesc(file_feeds_feed_v1_feed, 9);
 
 /**
  * @generated from message feeds.feed.v1.PatchActivityRequest
@@ -310,7 +349,7 @@ export type PatchActivityRequest = Message<"feeds.feed.v1.PatchActivityRequest">
  * Use `create(PatchActivityRequestSchema)` to create a new message.
  */
 export const PatchActivityRequestSchema: GenMessage<PatchActivityRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 8);
+  messageDesc(file_feeds_feed_v1_feed, 10);
 
 /**
  * @generated from message feeds.feed.v1.PatchActivityResponse
@@ -327,7 +366,7 @@ export type PatchActivityResponse = Message<"feeds.feed.v1.PatchActivityResponse
  * Use `create(PatchActivityResponseSchema)` to create a new message.
  */
 export const PatchActivityResponseSchema: GenMessage<PatchActivityResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 9);
+  messageDesc(file_feeds_feed_v1_feed, 11);
 
 /**
  * @generated from message feeds.feed.v1.DeleteActivityRequest
@@ -344,7 +383,7 @@ export type DeleteActivityRequest = Message<"feeds.feed.v1.DeleteActivityRequest
  * Use `create(DeleteActivityRequestSchema)` to create a new message.
  */
 export const DeleteActivityRequestSchema: GenMessage<DeleteActivityRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 10);
+  messageDesc(file_feeds_feed_v1_feed, 12);
 
 /**
  * @generated from message feeds.feed.v1.DeleteActivityResponse
@@ -357,7 +396,7 @@ export type DeleteActivityResponse = Message<"feeds.feed.v1.DeleteActivityRespon
  * Use `create(DeleteActivityResponseSchema)` to create a new message.
  */
 export const DeleteActivityResponseSchema: GenMessage<DeleteActivityResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 11);
+  messageDesc(file_feeds_feed_v1_feed, 13);
 
 /**
  * @generated from message feeds.feed.v1.ReadFeedRequest
@@ -379,7 +418,7 @@ export type ReadFeedRequest = Message<"feeds.feed.v1.ReadFeedRequest"> & {
  * Use `create(ReadFeedRequestSchema)` to create a new message.
  */
 export const ReadFeedRequestSchema: GenMessage<ReadFeedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 12);
+  messageDesc(file_feeds_feed_v1_feed, 14);
 
 /**
  * @generated from message feeds.feed.v1.ReadFeedResponse
@@ -401,7 +440,7 @@ export type ReadFeedResponse = Message<"feeds.feed.v1.ReadFeedResponse"> & {
  * Use `create(ReadFeedResponseSchema)` to create a new message.
  */
 export const ReadFeedResponseSchema: GenMessage<ReadFeedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 13);
+  messageDesc(file_feeds_feed_v1_feed, 15);
 
 /**
  * @generated from message feeds.feed.v1.GetSignalRequest
@@ -418,7 +457,7 @@ export type GetSignalRequest = Message<"feeds.feed.v1.GetSignalRequest"> & {
  * Use `create(GetSignalRequestSchema)` to create a new message.
  */
 export const GetSignalRequestSchema: GenMessage<GetSignalRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 14);
+  messageDesc(file_feeds_feed_v1_feed, 16);
 
 /**
  * @generated from message feeds.feed.v1.GetSignalResponse
@@ -442,7 +481,7 @@ export type GetSignalResponse = Message<"feeds.feed.v1.GetSignalResponse"> & {
  * Use `create(GetSignalResponseSchema)` to create a new message.
  */
 export const GetSignalResponseSchema: GenMessage<GetSignalResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 15);
+  messageDesc(file_feeds_feed_v1_feed, 17);
 
 /**
  * @generated from message feeds.feed.v1.CopyHistoryRequest
@@ -469,7 +508,7 @@ export type CopyHistoryRequest = Message<"feeds.feed.v1.CopyHistoryRequest"> & {
  * Use `create(CopyHistoryRequestSchema)` to create a new message.
  */
 export const CopyHistoryRequestSchema: GenMessage<CopyHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 16);
+  messageDesc(file_feeds_feed_v1_feed, 18);
 
 /**
  * @generated from message feeds.feed.v1.CopyHistoryResponse
@@ -486,7 +525,7 @@ export type CopyHistoryResponse = Message<"feeds.feed.v1.CopyHistoryResponse"> &
  * Use `create(CopyHistoryResponseSchema)` to create a new message.
  */
 export const CopyHistoryResponseSchema: GenMessage<CopyHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 17);
+  messageDesc(file_feeds_feed_v1_feed, 19);
 
 /**
  * @generated from message feeds.feed.v1.RemoveHistoryRequest
@@ -508,7 +547,7 @@ export type RemoveHistoryRequest = Message<"feeds.feed.v1.RemoveHistoryRequest">
  * Use `create(RemoveHistoryRequestSchema)` to create a new message.
  */
 export const RemoveHistoryRequestSchema: GenMessage<RemoveHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 18);
+  messageDesc(file_feeds_feed_v1_feed, 20);
 
 /**
  * @generated from message feeds.feed.v1.RemoveHistoryResponse
@@ -525,7 +564,7 @@ export type RemoveHistoryResponse = Message<"feeds.feed.v1.RemoveHistoryResponse
  * Use `create(RemoveHistoryResponseSchema)` to create a new message.
  */
 export const RemoveHistoryResponseSchema: GenMessage<RemoveHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 19);
+  messageDesc(file_feeds_feed_v1_feed, 21);
 
 /**
  * @generated from message feeds.feed.v1.ImportItem
@@ -547,7 +586,7 @@ export type ImportItem = Message<"feeds.feed.v1.ImportItem"> & {
  * Use `create(ImportItemSchema)` to create a new message.
  */
 export const ImportItemSchema: GenMessage<ImportItem> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 20);
+  messageDesc(file_feeds_feed_v1_feed, 22);
 
 /**
  * @generated from message feeds.feed.v1.ImportActivitiesRequest
@@ -564,7 +603,7 @@ export type ImportActivitiesRequest = Message<"feeds.feed.v1.ImportActivitiesReq
  * Use `create(ImportActivitiesRequestSchema)` to create a new message.
  */
 export const ImportActivitiesRequestSchema: GenMessage<ImportActivitiesRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 21);
+  messageDesc(file_feeds_feed_v1_feed, 23);
 
 /**
  * @generated from message feeds.feed.v1.ImportResult
@@ -596,7 +635,7 @@ export type ImportResult = Message<"feeds.feed.v1.ImportResult"> & {
  * Use `create(ImportResultSchema)` to create a new message.
  */
 export const ImportResultSchema: GenMessage<ImportResult> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 22);
+  messageDesc(file_feeds_feed_v1_feed, 24);
 
 /**
  * @generated from message feeds.feed.v1.ImportActivitiesResponse
@@ -613,7 +652,7 @@ export type ImportActivitiesResponse = Message<"feeds.feed.v1.ImportActivitiesRe
  * Use `create(ImportActivitiesResponseSchema)` to create a new message.
  */
 export const ImportActivitiesResponseSchema: GenMessage<ImportActivitiesResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 23);
+  messageDesc(file_feeds_feed_v1_feed, 25);
 
 /**
  * @generated from message feeds.feed.v1.ListActivitiesRequest
@@ -630,7 +669,7 @@ export type ListActivitiesRequest = Message<"feeds.feed.v1.ListActivitiesRequest
  * Use `create(ListActivitiesRequestSchema)` to create a new message.
  */
 export const ListActivitiesRequestSchema: GenMessage<ListActivitiesRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 24);
+  messageDesc(file_feeds_feed_v1_feed, 26);
 
 /**
  * @generated from message feeds.feed.v1.ListActivitiesResponse
@@ -652,7 +691,72 @@ export type ListActivitiesResponse = Message<"feeds.feed.v1.ListActivitiesRespon
  * Use `create(ListActivitiesResponseSchema)` to create a new message.
  */
 export const ListActivitiesResponseSchema: GenMessage<ListActivitiesResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 25);
+  messageDesc(file_feeds_feed_v1_feed, 27);
+
+/**
+ * @generated from message feeds.feed.v1.SetReactionCountsRequest
+ */
+export type SetReactionCountsRequest = Message<"feeds.feed.v1.SetReactionCountsRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Count per kind; a kind counted 0 leaves reaction_counts.
+   *
+   * @generated from field: map<string, int64> counts = 2;
+   */
+  counts: { [key: string]: bigint };
+
+  /**
+   * True: `counts` is every kind (a full recount) and replaces the map; false: only the kinds
+   * named change.
+   *
+   * @generated from field: bool complete = 3;
+   */
+  complete: boolean;
+
+  /**
+   * How many reaction changes these counts are made after: the version moves by that many (a
+   * count that already held another caller's change still moves it). 0 (a repair): the version
+   * moves by one when the counts differ, else not at all.
+   *
+   * @generated from field: int32 changes = 4;
+   */
+  changes: number;
+};
+
+/**
+ * Describes the message feeds.feed.v1.SetReactionCountsRequest.
+ * Use `create(SetReactionCountsRequestSchema)` to create a new message.
+ */
+export const SetReactionCountsRequestSchema: GenMessage<SetReactionCountsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 28);
+
+/**
+ * @generated from message feeds.feed.v1.SetReactionCountsResponse
+ */
+export type SetReactionCountsResponse = Message<"feeds.feed.v1.SetReactionCountsResponse"> & {
+  /**
+   * @generated from field: feeds.feed.v1.Activity activity = 1;
+   */
+  activity?: Activity | undefined;
+
+  /**
+   * False when nothing changed (a repair that found the counts right).
+   *
+   * @generated from field: bool changed = 2;
+   */
+  changed: boolean;
+};
+
+/**
+ * Describes the message feeds.feed.v1.SetReactionCountsResponse.
+ * Use `create(SetReactionCountsResponseSchema)` to create a new message.
+ */
+export const SetReactionCountsResponseSchema: GenMessage<SetReactionCountsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 29);
 
 /**
  * @generated from message feeds.feed.v1.Audience
@@ -676,7 +780,7 @@ export type Audience = Message<"feeds.feed.v1.Audience"> & {
  * Use `create(AudienceSchema)` to create a new message.
  */
 export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 26);
+  messageDesc(file_feeds_feed_v1_feed, 30);
 
 /**
  * @generated from message feeds.feed.v1.PromotedRecord
@@ -735,7 +839,7 @@ export type PromotedRecord = Message<"feeds.feed.v1.PromotedRecord"> & {
  * Use `create(PromotedRecordSchema)` to create a new message.
  */
 export const PromotedRecordSchema: GenMessage<PromotedRecord> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 27);
+  messageDesc(file_feeds_feed_v1_feed, 31);
 
 /**
  * @generated from message feeds.feed.v1.CreatePromotedRequest
@@ -772,7 +876,7 @@ export type CreatePromotedRequest = Message<"feeds.feed.v1.CreatePromotedRequest
  * Use `create(CreatePromotedRequestSchema)` to create a new message.
  */
 export const CreatePromotedRequestSchema: GenMessage<CreatePromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 28);
+  messageDesc(file_feeds_feed_v1_feed, 32);
 
 /**
  * @generated from message feeds.feed.v1.CreatePromotedResponse
@@ -789,7 +893,7 @@ export type CreatePromotedResponse = Message<"feeds.feed.v1.CreatePromotedRespon
  * Use `create(CreatePromotedResponseSchema)` to create a new message.
  */
 export const CreatePromotedResponseSchema: GenMessage<CreatePromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 29);
+  messageDesc(file_feeds_feed_v1_feed, 33);
 
 /**
  * @generated from message feeds.feed.v1.ListPromotedRequest
@@ -806,7 +910,7 @@ export type ListPromotedRequest = Message<"feeds.feed.v1.ListPromotedRequest"> &
  * Use `create(ListPromotedRequestSchema)` to create a new message.
  */
 export const ListPromotedRequestSchema: GenMessage<ListPromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 30);
+  messageDesc(file_feeds_feed_v1_feed, 34);
 
 /**
  * @generated from message feeds.feed.v1.ListPromotedResponse
@@ -828,7 +932,7 @@ export type ListPromotedResponse = Message<"feeds.feed.v1.ListPromotedResponse">
  * Use `create(ListPromotedResponseSchema)` to create a new message.
  */
 export const ListPromotedResponseSchema: GenMessage<ListPromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 31);
+  messageDesc(file_feeds_feed_v1_feed, 35);
 
 /**
  * @generated from message feeds.feed.v1.RetractPromotedRequest
@@ -845,7 +949,7 @@ export type RetractPromotedRequest = Message<"feeds.feed.v1.RetractPromotedReque
  * Use `create(RetractPromotedRequestSchema)` to create a new message.
  */
 export const RetractPromotedRequestSchema: GenMessage<RetractPromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 32);
+  messageDesc(file_feeds_feed_v1_feed, 36);
 
 /**
  * @generated from message feeds.feed.v1.RetractPromotedResponse
@@ -858,7 +962,7 @@ export type RetractPromotedResponse = Message<"feeds.feed.v1.RetractPromotedResp
  * Use `create(RetractPromotedResponseSchema)` to create a new message.
  */
 export const RetractPromotedResponseSchema: GenMessage<RetractPromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 33);
+  messageDesc(file_feeds_feed_v1_feed, 37);
 
 /**
  * @generated from message feeds.feed.v1.ServePromotedRequest
@@ -880,7 +984,7 @@ export type ServePromotedRequest = Message<"feeds.feed.v1.ServePromotedRequest">
  * Use `create(ServePromotedRequestSchema)` to create a new message.
  */
 export const ServePromotedRequestSchema: GenMessage<ServePromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 34);
+  messageDesc(file_feeds_feed_v1_feed, 38);
 
 /**
  * @generated from message feeds.feed.v1.ServePromotedResponse
@@ -897,7 +1001,7 @@ export type ServePromotedResponse = Message<"feeds.feed.v1.ServePromotedResponse
  * Use `create(ServePromotedResponseSchema)` to create a new message.
  */
 export const ServePromotedResponseSchema: GenMessage<ServePromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 35);
+  messageDesc(file_feeds_feed_v1_feed, 39);
 
 /**
  * Activities, dedupe identities, feed entries (materialised timelines), promoted records and the
@@ -1009,6 +1113,28 @@ export const FeedService: GenService<{
     methodKind: "unary";
     input: typeof ListActivitiesRequestSchema;
     output: typeof ListActivitiesResponseSchema;
+  },
+  /**
+   * Reaction counts, counted from the reaction records by the engagement service under its
+   * per-activity lock: sets them under the activity's lock and moves `version` (see `changes`).
+   * NOT_FOUND for a missing or deleted activity. Our own processes only (system callers).
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.SetReactionCounts
+   */
+  setReactionCounts: {
+    methodKind: "unary";
+    input: typeof SetReactionCountsRequestSchema;
+    output: typeof SetReactionCountsResponseSchema;
+  },
+  /**
+   * The console's change signal of the tenant's activities (tombstones included), from Redis.
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.GetActivitySignal
+   */
+  getActivitySignal: {
+    methodKind: "unary";
+    input: typeof GetActivitySignalRequestSchema;
+    output: typeof GetActivitySignalResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_feed_v1_feed, 0);

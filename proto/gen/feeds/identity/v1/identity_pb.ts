@@ -14,7 +14,46 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/identity/v1/identity.proto.
  */
 export const file_feeds_identity_v1_identity: GenFile = /*@__PURE__*/
-  fileDesc("CiBmZWVkcy9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIRZmVlZHMuaWRlbnRpdHkudjEiuwEKBFVzZXISCgoCaWQYASABKAkSEwoLY3VzdG9tX2pzb24YAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOcmV2b2tlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjQKEVVwc2VydFVzZXJSZXF1ZXN0EgoKAmlkGAEgASgJEhMKC2N1c3RvbV9qc29uGAIgASgJIkwKElVwc2VydFVzZXJSZXNwb25zZRIlCgR1c2VyGAEgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlchIPCgdjcmVhdGVkGAIgASgIIhwKDkdldFVzZXJSZXF1ZXN0EgoKAmlkGAEgASgJIjgKD0dldFVzZXJSZXNwb25zZRIlCgR1c2VyGAEgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlciIeCg9HZXRVc2Vyc1JlcXVlc3QSCwoDaWRzGAEgAygJIjoKEEdldFVzZXJzUmVzcG9uc2USJgoFdXNlcnMYASADKAsyFy5mZWVkcy5pZGVudGl0eS52MS5Vc2VyIj4KEExpc3RVc2Vyc1JlcXVlc3QSKgoEcGFnZRgBIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJJChFMaXN0VXNlcnNSZXNwb25zZRImCgV1c2VycxgBIAMoCzIXLmZlZWRzLmlkZW50aXR5LnYxLlVzZXISDAoEbmV4dBgCIAEoCSJJChJJbXBvcnRVc2Vyc1JlcXVlc3QSMwoFdXNlcnMYASADKAsyJC5mZWVkcy5pZGVudGl0eS52MS5VcHNlcnRVc2VyUmVxdWVzdCJBCgpJdGVtUmVzdWx0Eg0KBWluZGV4GAEgASgFEgoKAm9rGAIgASgIEgoKAmlkGAMgASgJEgwKBGNvZGUYBCABKAkiRQoTSW1wb3J0VXNlcnNSZXNwb25zZRIuCgdyZXN1bHRzGAEgAygLMh0uZmVlZHMuaWRlbnRpdHkudjEuSXRlbVJlc3VsdCIhChNSZXZva2VUb2tlbnNSZXF1ZXN0EgoKAmlkGAEgASgJIkoKFFJldm9rZVRva2Vuc1Jlc3BvbnNlEjIKDnJldm9rZWRfYmVmb3JlGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLoAQoIT3BlcmF0b3ISCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgVlbWFpbBgDIAEoCRIlCgRyb2xlGAQgASgOMhcuZmVlZHMuaWRlbnRpdHkudjEuUm9sZRIRCgl0ZW5hbnRfaWQYBSABKAkSMQoGc3RhdHVzGAYgASgOMiEuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3JTdGF0dXMSLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFgoOaW52aXRlX3BlbmRpbmcYCCABKAgidwoHU2Vzc2lvbhINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghvcGVyYXRvchgDIAEoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yIi8KDExvZ2luUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSI8Cg1Mb2dpblJlc3BvbnNlEisKB3Nlc3Npb24YASABKAsyGi5mZWVkcy5pZGVudGl0eS52MS5TZXNzaW9uIjYKE0FjY2VwdEludml0ZVJlcXVlc3QSDQoFdG9rZW4YASABKAkSEAoIcGFzc3dvcmQYAiABKAkiQwoUQWNjZXB0SW52aXRlUmVzcG9uc2USKwoHc2Vzc2lvbhgBIAEoCzIaLmZlZWRzLmlkZW50aXR5LnYxLlNlc3Npb24iJAoTQXV0aGVudGljYXRlUmVxdWVzdBINCgV0b2tlbhgBIAEoCSJFChRBdXRoZW50aWNhdGVSZXNwb25zZRItCghvcGVyYXRvchgBIAEoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yIh4KDUxvZ291dFJlcXVlc3QSDQoFdG9rZW4YASABKAkiEAoOTG9nb3V0UmVzcG9uc2UiQwoSRW5zdXJlU3RhZmZSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBG5hbWUYAiABKAkSEAoIcGFzc3dvcmQYAyABKAkiVQoTRW5zdXJlU3RhZmZSZXNwb25zZRItCghvcGVyYXRvchgBIAEoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yEg8KB2NyZWF0ZWQYAiABKAgiWQoTQ3JlYXRlSW52aXRlUmVxdWVzdBINCgVlbWFpbBgBIAEoCRIMCgRuYW1lGAIgASgJEiUKBHJvbGUYAyABKA4yFy5mZWVkcy5pZGVudGl0eS52MS5Sb2xlIosBChRDcmVhdGVJbnZpdGVSZXNwb25zZRItCghvcGVyYXRvchgBIAEoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yEhQKDGludml0ZV90b2tlbhgCIAEoCRIuCgpleHBpcmVzX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI9Cg9MaXN0VGVhbVJlcXVlc3QSKgoEcGFnZRgBIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJQChBMaXN0VGVhbVJlc3BvbnNlEi4KCW9wZXJhdG9ycxgBIAMoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yEgwKBG5leHQYAiABKAkiTwoRQ2hhbmdlUm9sZVJlcXVlc3QSEwoLb3BlcmF0b3JfaWQYASABKAkSJQoEcm9sZRgCIAEoDjIXLmZlZWRzLmlkZW50aXR5LnYxLlJvbGUiQwoSQ2hhbmdlUm9sZVJlc3BvbnNlEi0KCG9wZXJhdG9yGAEgASgLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3IiYgoYU2V0T3BlcmF0b3JTdGF0dXNSZXF1ZXN0EhMKC29wZXJhdG9yX2lkGAEgASgJEjEKBnN0YXR1cxgCIAEoDjIhLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yU3RhdHVzIkoKGVNldE9wZXJhdG9yU3RhdHVzUmVzcG9uc2USLQoIb3BlcmF0b3IYASABKAsyGy5mZWVkcy5pZGVudGl0eS52MS5PcGVyYXRvcipNCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIOCgpST0xFX1NUQUZGEAESDgoKUk9MRV9PV05FUhACEg8KC1JPTEVfTUVNQkVSEAMqawoOT3BlcmF0b3JTdGF0dXMSHwobT1BFUkFUT1JfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWT1BFUkFUT1JfU1RBVFVTX0FDVElWRRABEhwKGE9QRVJBVE9SX1NUQVRVU19ESVNBQkxFRBACMqYECgtVc2VyU2VydmljZRJZCgpVcHNlcnRVc2VyEiQuZmVlZHMuaWRlbnRpdHkudjEuVXBzZXJ0VXNlclJlcXVlc3QaJS5mZWVkcy5pZGVudGl0eS52MS5VcHNlcnRVc2VyUmVzcG9uc2USUAoHR2V0VXNlchIhLmZlZWRzLmlkZW50aXR5LnYxLkdldFVzZXJSZXF1ZXN0GiIuZmVlZHMuaWRlbnRpdHkudjEuR2V0VXNlclJlc3BvbnNlElMKCEdldFVzZXJzEiIuZmVlZHMuaWRlbnRpdHkudjEuR2V0VXNlcnNSZXF1ZXN0GiMuZmVlZHMuaWRlbnRpdHkudjEuR2V0VXNlcnNSZXNwb25zZRJWCglMaXN0VXNlcnMSIy5mZWVkcy5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXF1ZXN0GiQuZmVlZHMuaWRlbnRpdHkudjEuTGlzdFVzZXJzUmVzcG9uc2USXAoLSW1wb3J0VXNlcnMSJS5mZWVkcy5pZGVudGl0eS52MS5JbXBvcnRVc2Vyc1JlcXVlc3QaJi5mZWVkcy5pZGVudGl0eS52MS5JbXBvcnRVc2Vyc1Jlc3BvbnNlEl8KDFJldm9rZVRva2VucxImLmZlZWRzLmlkZW50aXR5LnYxLlJldm9rZVRva2Vuc1JlcXVlc3QaJy5mZWVkcy5pZGVudGl0eS52MS5SZXZva2VUb2tlbnNSZXNwb25zZTLNBgoPT3BlcmF0b3JTZXJ2aWNlEkoKBUxvZ2luEh8uZmVlZHMuaWRlbnRpdHkudjEuTG9naW5SZXF1ZXN0GiAuZmVlZHMuaWRlbnRpdHkudjEuTG9naW5SZXNwb25zZRJfCgxBY2NlcHRJbnZpdGUSJi5mZWVkcy5pZGVudGl0eS52MS5BY2NlcHRJbnZpdGVSZXF1ZXN0GicuZmVlZHMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRlUmVzcG9uc2USXwoMQXV0aGVudGljYXRlEiYuZmVlZHMuaWRlbnRpdHkudjEuQXV0aGVudGljYXRlUmVxdWVzdBonLmZlZWRzLmlkZW50aXR5LnYxLkF1dGhlbnRpY2F0ZVJlc3BvbnNlEk0KBkxvZ291dBIgLmZlZWRzLmlkZW50aXR5LnYxLkxvZ291dFJlcXVlc3QaIS5mZWVkcy5pZGVudGl0eS52MS5Mb2dvdXRSZXNwb25zZRJcCgtFbnN1cmVTdGFmZhIlLmZlZWRzLmlkZW50aXR5LnYxLkVuc3VyZVN0YWZmUmVxdWVzdBomLmZlZWRzLmlkZW50aXR5LnYxLkVuc3VyZVN0YWZmUmVzcG9uc2USXwoMQ3JlYXRlSW52aXRlEiYuZmVlZHMuaWRlbnRpdHkudjEuQ3JlYXRlSW52aXRlUmVxdWVzdBonLmZlZWRzLmlkZW50aXR5LnYxLkNyZWF0ZUludml0ZVJlc3BvbnNlElMKCExpc3RUZWFtEiIuZmVlZHMuaWRlbnRpdHkudjEuTGlzdFRlYW1SZXF1ZXN0GiMuZmVlZHMuaWRlbnRpdHkudjEuTGlzdFRlYW1SZXNwb25zZRJZCgpDaGFuZ2VSb2xlEiQuZmVlZHMuaWRlbnRpdHkudjEuQ2hhbmdlUm9sZVJlcXVlc3QaJS5mZWVkcy5pZGVudGl0eS52MS5DaGFuZ2VSb2xlUmVzcG9uc2USbgoRU2V0T3BlcmF0b3JTdGF0dXMSKy5mZWVkcy5pZGVudGl0eS52MS5TZXRPcGVyYXRvclN0YXR1c1JlcXVlc3QaLC5mZWVkcy5pZGVudGl0eS52MS5TZXRPcGVyYXRvclN0YXR1c1Jlc3BvbnNlYgZwcm90bzM", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("CiBmZWVkcy9pZGVudGl0eS92MS9pZGVudGl0eS5wcm90bxIRZmVlZHMuaWRlbnRpdHkudjEiFgoUR2V0VXNlclNpZ25hbFJlcXVlc3QiNwoVR2V0VXNlclNpZ25hbFJlc3BvbnNlEg0KBWNvdW50GAEgASgDEg8KB3ZlcnNpb24YAiABKAMiuwEKBFVzZXISCgoCaWQYASABKAkSEwoLY3VzdG9tX2pzb24YAiABKAkSLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMgoOcmV2b2tlZF9iZWZvcmUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjQKEVVwc2VydFVzZXJSZXF1ZXN0EgoKAmlkGAEgASgJEhMKC2N1c3RvbV9qc29uGAIgASgJIkwKElVwc2VydFVzZXJSZXNwb25zZRIlCgR1c2VyGAEgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlchIPCgdjcmVhdGVkGAIgASgIIhwKDkdldFVzZXJSZXF1ZXN0EgoKAmlkGAEgASgJIjgKD0dldFVzZXJSZXNwb25zZRIlCgR1c2VyGAEgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlciIeCg9HZXRVc2Vyc1JlcXVlc3QSCwoDaWRzGAEgAygJIjoKEEdldFVzZXJzUmVzcG9uc2USJgoFdXNlcnMYASADKAsyFy5mZWVkcy5pZGVudGl0eS52MS5Vc2VyIj4KEExpc3RVc2Vyc1JlcXVlc3QSKgoEcGFnZRgBIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJJChFMaXN0VXNlcnNSZXNwb25zZRImCgV1c2VycxgBIAMoCzIXLmZlZWRzLmlkZW50aXR5LnYxLlVzZXISDAoEbmV4dBgCIAEoCSJJChJJbXBvcnRVc2Vyc1JlcXVlc3QSMwoFdXNlcnMYASADKAsyJC5mZWVkcy5pZGVudGl0eS52MS5VcHNlcnRVc2VyUmVxdWVzdCJBCgpJdGVtUmVzdWx0Eg0KBWluZGV4GAEgASgFEgoKAm9rGAIgASgIEgoKAmlkGAMgASgJEgwKBGNvZGUYBCABKAkiRQoTSW1wb3J0VXNlcnNSZXNwb25zZRIuCgdyZXN1bHRzGAEgAygLMh0uZmVlZHMuaWRlbnRpdHkudjEuSXRlbVJlc3VsdCIhChNSZXZva2VUb2tlbnNSZXF1ZXN0EgoKAmlkGAEgASgJIkoKFFJldm9rZVRva2Vuc1Jlc3BvbnNlEjIKDnJldm9rZWRfYmVmb3JlGAEgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIiChRHZXRSZXZvY2F0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCSJLChVHZXRSZXZvY2F0aW9uUmVzcG9uc2USMgoOcmV2b2tlZF9iZWZvcmUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIugBCghPcGVyYXRvchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWVtYWlsGAMgASgJEiUKBHJvbGUYBCABKA4yFy5mZWVkcy5pZGVudGl0eS52MS5Sb2xlEhEKCXRlbmFudF9pZBgFIAEoCRIxCgZzdGF0dXMYBiABKA4yIS5mZWVkcy5pZGVudGl0eS52MS5PcGVyYXRvclN0YXR1cxIuCgpjcmVhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5pbnZpdGVfcGVuZGluZxgIIAEoCCJ3CgdTZXNzaW9uEg0KBXRva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCG9wZXJhdG9yGAMgASgLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3IiLwoMTG9naW5SZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEhAKCHBhc3N3b3JkGAIgASgJIjwKDUxvZ2luUmVzcG9uc2USKwoHc2Vzc2lvbhgBIAEoCzIaLmZlZWRzLmlkZW50aXR5LnYxLlNlc3Npb24iNgoTQWNjZXB0SW52aXRlUmVxdWVzdBINCgV0b2tlbhgBIAEoCRIQCghwYXNzd29yZBgCIAEoCSJDChRBY2NlcHRJbnZpdGVSZXNwb25zZRIrCgdzZXNzaW9uGAEgASgLMhouZmVlZHMuaWRlbnRpdHkudjEuU2Vzc2lvbiIkChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIkUKFEF1dGhlbnRpY2F0ZVJlc3BvbnNlEi0KCG9wZXJhdG9yGAEgASgLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3IiHgoNTG9nb3V0UmVxdWVzdBINCgV0b2tlbhgBIAEoCSIQCg5Mb2dvdXRSZXNwb25zZSJDChJFbnN1cmVTdGFmZlJlcXVlc3QSDQoFZW1haWwYASABKAkSDAoEbmFtZRgCIAEoCRIQCghwYXNzd29yZBgDIAEoCSJVChNFbnN1cmVTdGFmZlJlc3BvbnNlEi0KCG9wZXJhdG9yGAEgASgLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3ISDwoHY3JlYXRlZBgCIAEoCCJZChNDcmVhdGVJbnZpdGVSZXF1ZXN0Eg0KBWVtYWlsGAEgASgJEgwKBG5hbWUYAiABKAkSJQoEcm9sZRgDIAEoDjIXLmZlZWRzLmlkZW50aXR5LnYxLlJvbGUiiwEKFENyZWF0ZUludml0ZVJlc3BvbnNlEi0KCG9wZXJhdG9yGAEgASgLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3ISFAoMaW52aXRlX3Rva2VuGAIgASgJEi4KCmV4cGlyZXNfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj0KD0xpc3RUZWFtUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlAKEExpc3RUZWFtUmVzcG9uc2USLgoJb3BlcmF0b3JzGAEgAygLMhsuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3ISDAoEbmV4dBgCIAEoCSJPChFDaGFuZ2VSb2xlUmVxdWVzdBITCgtvcGVyYXRvcl9pZBgBIAEoCRIlCgRyb2xlGAIgASgOMhcuZmVlZHMuaWRlbnRpdHkudjEuUm9sZSJDChJDaGFuZ2VSb2xlUmVzcG9uc2USLQoIb3BlcmF0b3IYASABKAsyGy5mZWVkcy5pZGVudGl0eS52MS5PcGVyYXRvciJiChhTZXRPcGVyYXRvclN0YXR1c1JlcXVlc3QSEwoLb3BlcmF0b3JfaWQYASABKAkSMQoGc3RhdHVzGAIgASgOMiEuZmVlZHMuaWRlbnRpdHkudjEuT3BlcmF0b3JTdGF0dXMiSgoZU2V0T3BlcmF0b3JTdGF0dXNSZXNwb25zZRItCghvcGVyYXRvchgBIAEoCzIbLmZlZWRzLmlkZW50aXR5LnYxLk9wZXJhdG9yKk0KBFJvbGUSFAoQUk9MRV9VTlNQRUNJRklFRBAAEg4KClJPTEVfU1RBRkYQARIOCgpST0xFX09XTkVSEAISDwoLUk9MRV9NRU1CRVIQAyprCg5PcGVyYXRvclN0YXR1cxIfChtPUEVSQVRPUl9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZPUEVSQVRPUl9TVEFUVVNfQUNUSVZFEAESHAoYT1BFUkFUT1JfU1RBVFVTX0RJU0FCTEVEEAIy7gUKC1VzZXJTZXJ2aWNlElkKClVwc2VydFVzZXISJC5mZWVkcy5pZGVudGl0eS52MS5VcHNlcnRVc2VyUmVxdWVzdBolLmZlZWRzLmlkZW50aXR5LnYxLlVwc2VydFVzZXJSZXNwb25zZRJQCgdHZXRVc2VyEiEuZmVlZHMuaWRlbnRpdHkudjEuR2V0VXNlclJlcXVlc3QaIi5mZWVkcy5pZGVudGl0eS52MS5HZXRVc2VyUmVzcG9uc2USUwoIR2V0VXNlcnMSIi5mZWVkcy5pZGVudGl0eS52MS5HZXRVc2Vyc1JlcXVlc3QaIy5mZWVkcy5pZGVudGl0eS52MS5HZXRVc2Vyc1Jlc3BvbnNlElYKCUxpc3RVc2VycxIjLmZlZWRzLmlkZW50aXR5LnYxLkxpc3RVc2Vyc1JlcXVlc3QaJC5mZWVkcy5pZGVudGl0eS52MS5MaXN0VXNlcnNSZXNwb25zZRJcCgtJbXBvcnRVc2VycxIlLmZlZWRzLmlkZW50aXR5LnYxLkltcG9ydFVzZXJzUmVxdWVzdBomLmZlZWRzLmlkZW50aXR5LnYxLkltcG9ydFVzZXJzUmVzcG9uc2USXwoMUmV2b2tlVG9rZW5zEiYuZmVlZHMuaWRlbnRpdHkudjEuUmV2b2tlVG9rZW5zUmVxdWVzdBonLmZlZWRzLmlkZW50aXR5LnYxLlJldm9rZVRva2Vuc1Jlc3BvbnNlEmIKDUdldFJldm9jYXRpb24SJy5mZWVkcy5pZGVudGl0eS52MS5HZXRSZXZvY2F0aW9uUmVxdWVzdBooLmZlZWRzLmlkZW50aXR5LnYxLkdldFJldm9jYXRpb25SZXNwb25zZRJiCg1HZXRVc2VyU2lnbmFsEicuZmVlZHMuaWRlbnRpdHkudjEuR2V0VXNlclNpZ25hbFJlcXVlc3QaKC5mZWVkcy5pZGVudGl0eS52MS5HZXRVc2VyU2lnbmFsUmVzcG9uc2UyzQYKD09wZXJhdG9yU2VydmljZRJKCgVMb2dpbhIfLmZlZWRzLmlkZW50aXR5LnYxLkxvZ2luUmVxdWVzdBogLmZlZWRzLmlkZW50aXR5LnYxLkxvZ2luUmVzcG9uc2USXwoMQWNjZXB0SW52aXRlEiYuZmVlZHMuaWRlbnRpdHkudjEuQWNjZXB0SW52aXRlUmVxdWVzdBonLmZlZWRzLmlkZW50aXR5LnYxLkFjY2VwdEludml0ZVJlc3BvbnNlEl8KDEF1dGhlbnRpY2F0ZRImLmZlZWRzLmlkZW50aXR5LnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaJy5mZWVkcy5pZGVudGl0eS52MS5BdXRoZW50aWNhdGVSZXNwb25zZRJNCgZMb2dvdXQSIC5mZWVkcy5pZGVudGl0eS52MS5Mb2dvdXRSZXF1ZXN0GiEuZmVlZHMuaWRlbnRpdHkudjEuTG9nb3V0UmVzcG9uc2USXAoLRW5zdXJlU3RhZmYSJS5mZWVkcy5pZGVudGl0eS52MS5FbnN1cmVTdGFmZlJlcXVlc3QaJi5mZWVkcy5pZGVudGl0eS52MS5FbnN1cmVTdGFmZlJlc3BvbnNlEl8KDENyZWF0ZUludml0ZRImLmZlZWRzLmlkZW50aXR5LnYxLkNyZWF0ZUludml0ZVJlcXVlc3QaJy5mZWVkcy5pZGVudGl0eS52MS5DcmVhdGVJbnZpdGVSZXNwb25zZRJTCghMaXN0VGVhbRIiLmZlZWRzLmlkZW50aXR5LnYxLkxpc3RUZWFtUmVxdWVzdBojLmZlZWRzLmlkZW50aXR5LnYxLkxpc3RUZWFtUmVzcG9uc2USWQoKQ2hhbmdlUm9sZRIkLmZlZWRzLmlkZW50aXR5LnYxLkNoYW5nZVJvbGVSZXF1ZXN0GiUuZmVlZHMuaWRlbnRpdHkudjEuQ2hhbmdlUm9sZVJlc3BvbnNlEm4KEVNldE9wZXJhdG9yU3RhdHVzEisuZmVlZHMuaWRlbnRpdHkudjEuU2V0T3BlcmF0b3JTdGF0dXNSZXF1ZXN0GiwuZmVlZHMuaWRlbnRpdHkudjEuU2V0T3BlcmF0b3JTdGF0dXNSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message feeds.identity.v1.GetUserSignalRequest
+ */
+export type GetUserSignalRequest = Message<"feeds.identity.v1.GetUserSignalRequest"> & {
+};
+
+/**
+ * Describes the message feeds.identity.v1.GetUserSignalRequest.
+ * Use `create(GetUserSignalRequestSchema)` to create a new message.
+ */
+export const GetUserSignalRequestSchema: GenMessage<GetUserSignalRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_identity_v1_identity, 0);
+
+/**
+ * @generated from message feeds.identity.v1.GetUserSignalResponse
+ */
+export type GetUserSignalResponse = Message<"feeds.identity.v1.GetUserSignalResponse"> & {
+  /**
+   * Users of the tenant.
+   *
+   * @generated from field: int64 count = 1;
+   */
+  count: bigint;
+
+  /**
+   * Moves whenever a user is added, updated or revoked.
+   *
+   * @generated from field: int64 version = 2;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message feeds.identity.v1.GetUserSignalResponse.
+ * Use `create(GetUserSignalResponseSchema)` to create a new message.
+ */
+export const GetUserSignalResponseSchema: GenMessage<GetUserSignalResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_identity_v1_identity, 1);
 
 /**
  * @generated from message feeds.identity.v1.User
@@ -43,7 +82,8 @@ export type User = Message<"feeds.identity.v1.User"> & {
   updatedAt?: Timestamp | undefined;
 
   /**
-   * Tokens issued before this instant are refused; the Unix epoch when never revoked.
+   * Tokens issued before this instant are refused; the Unix epoch when never revoked. Unset in
+   * GetUsers answers (enrichment reads no revocations).
    *
    * @generated from field: google.protobuf.Timestamp revoked_before = 5;
    */
@@ -55,7 +95,7 @@ export type User = Message<"feeds.identity.v1.User"> & {
  * Use `create(UserSchema)` to create a new message.
  */
 export const UserSchema: GenMessage<User> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 0);
+  messageDesc(file_feeds_identity_v1_identity, 2);
 
 /**
  * @generated from message feeds.identity.v1.UpsertUserRequest
@@ -77,7 +117,7 @@ export type UpsertUserRequest = Message<"feeds.identity.v1.UpsertUserRequest"> &
  * Use `create(UpsertUserRequestSchema)` to create a new message.
  */
 export const UpsertUserRequestSchema: GenMessage<UpsertUserRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 1);
+  messageDesc(file_feeds_identity_v1_identity, 3);
 
 /**
  * @generated from message feeds.identity.v1.UpsertUserResponse
@@ -99,7 +139,7 @@ export type UpsertUserResponse = Message<"feeds.identity.v1.UpsertUserResponse">
  * Use `create(UpsertUserResponseSchema)` to create a new message.
  */
 export const UpsertUserResponseSchema: GenMessage<UpsertUserResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 2);
+  messageDesc(file_feeds_identity_v1_identity, 4);
 
 /**
  * @generated from message feeds.identity.v1.GetUserRequest
@@ -116,7 +156,7 @@ export type GetUserRequest = Message<"feeds.identity.v1.GetUserRequest"> & {
  * Use `create(GetUserRequestSchema)` to create a new message.
  */
 export const GetUserRequestSchema: GenMessage<GetUserRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 3);
+  messageDesc(file_feeds_identity_v1_identity, 5);
 
 /**
  * @generated from message feeds.identity.v1.GetUserResponse
@@ -133,7 +173,7 @@ export type GetUserResponse = Message<"feeds.identity.v1.GetUserResponse"> & {
  * Use `create(GetUserResponseSchema)` to create a new message.
  */
 export const GetUserResponseSchema: GenMessage<GetUserResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 4);
+  messageDesc(file_feeds_identity_v1_identity, 6);
 
 /**
  * @generated from message feeds.identity.v1.GetUsersRequest
@@ -150,7 +190,7 @@ export type GetUsersRequest = Message<"feeds.identity.v1.GetUsersRequest"> & {
  * Use `create(GetUsersRequestSchema)` to create a new message.
  */
 export const GetUsersRequestSchema: GenMessage<GetUsersRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 5);
+  messageDesc(file_feeds_identity_v1_identity, 7);
 
 /**
  * @generated from message feeds.identity.v1.GetUsersResponse
@@ -167,7 +207,7 @@ export type GetUsersResponse = Message<"feeds.identity.v1.GetUsersResponse"> & {
  * Use `create(GetUsersResponseSchema)` to create a new message.
  */
 export const GetUsersResponseSchema: GenMessage<GetUsersResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 6);
+  messageDesc(file_feeds_identity_v1_identity, 8);
 
 /**
  * @generated from message feeds.identity.v1.ListUsersRequest
@@ -184,7 +224,7 @@ export type ListUsersRequest = Message<"feeds.identity.v1.ListUsersRequest"> & {
  * Use `create(ListUsersRequestSchema)` to create a new message.
  */
 export const ListUsersRequestSchema: GenMessage<ListUsersRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 7);
+  messageDesc(file_feeds_identity_v1_identity, 9);
 
 /**
  * @generated from message feeds.identity.v1.ListUsersResponse
@@ -206,7 +246,7 @@ export type ListUsersResponse = Message<"feeds.identity.v1.ListUsersResponse"> &
  * Use `create(ListUsersResponseSchema)` to create a new message.
  */
 export const ListUsersResponseSchema: GenMessage<ListUsersResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 8);
+  messageDesc(file_feeds_identity_v1_identity, 10);
 
 /**
  * @generated from message feeds.identity.v1.ImportUsersRequest
@@ -223,7 +263,7 @@ export type ImportUsersRequest = Message<"feeds.identity.v1.ImportUsersRequest">
  * Use `create(ImportUsersRequestSchema)` to create a new message.
  */
 export const ImportUsersRequestSchema: GenMessage<ImportUsersRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 9);
+  messageDesc(file_feeds_identity_v1_identity, 11);
 
 /**
  * @generated from message feeds.identity.v1.ItemResult
@@ -257,7 +297,7 @@ export type ItemResult = Message<"feeds.identity.v1.ItemResult"> & {
  * Use `create(ItemResultSchema)` to create a new message.
  */
 export const ItemResultSchema: GenMessage<ItemResult> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 10);
+  messageDesc(file_feeds_identity_v1_identity, 12);
 
 /**
  * @generated from message feeds.identity.v1.ImportUsersResponse
@@ -274,7 +314,7 @@ export type ImportUsersResponse = Message<"feeds.identity.v1.ImportUsersResponse
  * Use `create(ImportUsersResponseSchema)` to create a new message.
  */
 export const ImportUsersResponseSchema: GenMessage<ImportUsersResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 11);
+  messageDesc(file_feeds_identity_v1_identity, 13);
 
 /**
  * @generated from message feeds.identity.v1.RevokeTokensRequest
@@ -291,7 +331,7 @@ export type RevokeTokensRequest = Message<"feeds.identity.v1.RevokeTokensRequest
  * Use `create(RevokeTokensRequestSchema)` to create a new message.
  */
 export const RevokeTokensRequestSchema: GenMessage<RevokeTokensRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 12);
+  messageDesc(file_feeds_identity_v1_identity, 14);
 
 /**
  * @generated from message feeds.identity.v1.RevokeTokensResponse
@@ -308,7 +348,43 @@ export type RevokeTokensResponse = Message<"feeds.identity.v1.RevokeTokensRespon
  * Use `create(RevokeTokensResponseSchema)` to create a new message.
  */
 export const RevokeTokensResponseSchema: GenMessage<RevokeTokensResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 13);
+  messageDesc(file_feeds_identity_v1_identity, 15);
+
+/**
+ * @generated from message feeds.identity.v1.GetRevocationRequest
+ */
+export type GetRevocationRequest = Message<"feeds.identity.v1.GetRevocationRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message feeds.identity.v1.GetRevocationRequest.
+ * Use `create(GetRevocationRequestSchema)` to create a new message.
+ */
+export const GetRevocationRequestSchema: GenMessage<GetRevocationRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_identity_v1_identity, 16);
+
+/**
+ * @generated from message feeds.identity.v1.GetRevocationResponse
+ */
+export type GetRevocationResponse = Message<"feeds.identity.v1.GetRevocationResponse"> & {
+  /**
+   * The Unix epoch when the user's tokens were never revoked.
+   *
+   * @generated from field: google.protobuf.Timestamp revoked_before = 1;
+   */
+  revokedBefore?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.identity.v1.GetRevocationResponse.
+ * Use `create(GetRevocationResponseSchema)` to create a new message.
+ */
+export const GetRevocationResponseSchema: GenMessage<GetRevocationResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_identity_v1_identity, 17);
 
 /**
  * @generated from message feeds.identity.v1.Operator
@@ -362,7 +438,7 @@ export type Operator = Message<"feeds.identity.v1.Operator"> & {
  * Use `create(OperatorSchema)` to create a new message.
  */
 export const OperatorSchema: GenMessage<Operator> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 14);
+  messageDesc(file_feeds_identity_v1_identity, 18);
 
 /**
  * @generated from message feeds.identity.v1.Session
@@ -389,7 +465,7 @@ export type Session = Message<"feeds.identity.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 15);
+  messageDesc(file_feeds_identity_v1_identity, 19);
 
 /**
  * @generated from message feeds.identity.v1.LoginRequest
@@ -411,7 +487,7 @@ export type LoginRequest = Message<"feeds.identity.v1.LoginRequest"> & {
  * Use `create(LoginRequestSchema)` to create a new message.
  */
 export const LoginRequestSchema: GenMessage<LoginRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 16);
+  messageDesc(file_feeds_identity_v1_identity, 20);
 
 /**
  * @generated from message feeds.identity.v1.LoginResponse
@@ -428,7 +504,7 @@ export type LoginResponse = Message<"feeds.identity.v1.LoginResponse"> & {
  * Use `create(LoginResponseSchema)` to create a new message.
  */
 export const LoginResponseSchema: GenMessage<LoginResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 17);
+  messageDesc(file_feeds_identity_v1_identity, 21);
 
 /**
  * @generated from message feeds.identity.v1.AcceptInviteRequest
@@ -450,7 +526,7 @@ export type AcceptInviteRequest = Message<"feeds.identity.v1.AcceptInviteRequest
  * Use `create(AcceptInviteRequestSchema)` to create a new message.
  */
 export const AcceptInviteRequestSchema: GenMessage<AcceptInviteRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 18);
+  messageDesc(file_feeds_identity_v1_identity, 22);
 
 /**
  * @generated from message feeds.identity.v1.AcceptInviteResponse
@@ -467,7 +543,7 @@ export type AcceptInviteResponse = Message<"feeds.identity.v1.AcceptInviteRespon
  * Use `create(AcceptInviteResponseSchema)` to create a new message.
  */
 export const AcceptInviteResponseSchema: GenMessage<AcceptInviteResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 19);
+  messageDesc(file_feeds_identity_v1_identity, 23);
 
 /**
  * @generated from message feeds.identity.v1.AuthenticateRequest
@@ -484,7 +560,7 @@ export type AuthenticateRequest = Message<"feeds.identity.v1.AuthenticateRequest
  * Use `create(AuthenticateRequestSchema)` to create a new message.
  */
 export const AuthenticateRequestSchema: GenMessage<AuthenticateRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 20);
+  messageDesc(file_feeds_identity_v1_identity, 24);
 
 /**
  * @generated from message feeds.identity.v1.AuthenticateResponse
@@ -501,7 +577,7 @@ export type AuthenticateResponse = Message<"feeds.identity.v1.AuthenticateRespon
  * Use `create(AuthenticateResponseSchema)` to create a new message.
  */
 export const AuthenticateResponseSchema: GenMessage<AuthenticateResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 21);
+  messageDesc(file_feeds_identity_v1_identity, 25);
 
 /**
  * @generated from message feeds.identity.v1.LogoutRequest
@@ -518,7 +594,7 @@ export type LogoutRequest = Message<"feeds.identity.v1.LogoutRequest"> & {
  * Use `create(LogoutRequestSchema)` to create a new message.
  */
 export const LogoutRequestSchema: GenMessage<LogoutRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 22);
+  messageDesc(file_feeds_identity_v1_identity, 26);
 
 /**
  * @generated from message feeds.identity.v1.LogoutResponse
@@ -531,7 +607,7 @@ export type LogoutResponse = Message<"feeds.identity.v1.LogoutResponse"> & {
  * Use `create(LogoutResponseSchema)` to create a new message.
  */
 export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 23);
+  messageDesc(file_feeds_identity_v1_identity, 27);
 
 /**
  * @generated from message feeds.identity.v1.EnsureStaffRequest
@@ -558,7 +634,7 @@ export type EnsureStaffRequest = Message<"feeds.identity.v1.EnsureStaffRequest">
  * Use `create(EnsureStaffRequestSchema)` to create a new message.
  */
 export const EnsureStaffRequestSchema: GenMessage<EnsureStaffRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 24);
+  messageDesc(file_feeds_identity_v1_identity, 28);
 
 /**
  * @generated from message feeds.identity.v1.EnsureStaffResponse
@@ -580,7 +656,7 @@ export type EnsureStaffResponse = Message<"feeds.identity.v1.EnsureStaffResponse
  * Use `create(EnsureStaffResponseSchema)` to create a new message.
  */
 export const EnsureStaffResponseSchema: GenMessage<EnsureStaffResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 25);
+  messageDesc(file_feeds_identity_v1_identity, 29);
 
 /**
  * @generated from message feeds.identity.v1.CreateInviteRequest
@@ -607,7 +683,7 @@ export type CreateInviteRequest = Message<"feeds.identity.v1.CreateInviteRequest
  * Use `create(CreateInviteRequestSchema)` to create a new message.
  */
 export const CreateInviteRequestSchema: GenMessage<CreateInviteRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 26);
+  messageDesc(file_feeds_identity_v1_identity, 30);
 
 /**
  * @generated from message feeds.identity.v1.CreateInviteResponse
@@ -634,7 +710,7 @@ export type CreateInviteResponse = Message<"feeds.identity.v1.CreateInviteRespon
  * Use `create(CreateInviteResponseSchema)` to create a new message.
  */
 export const CreateInviteResponseSchema: GenMessage<CreateInviteResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 27);
+  messageDesc(file_feeds_identity_v1_identity, 31);
 
 /**
  * @generated from message feeds.identity.v1.ListTeamRequest
@@ -651,7 +727,7 @@ export type ListTeamRequest = Message<"feeds.identity.v1.ListTeamRequest"> & {
  * Use `create(ListTeamRequestSchema)` to create a new message.
  */
 export const ListTeamRequestSchema: GenMessage<ListTeamRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 28);
+  messageDesc(file_feeds_identity_v1_identity, 32);
 
 /**
  * @generated from message feeds.identity.v1.ListTeamResponse
@@ -673,7 +749,7 @@ export type ListTeamResponse = Message<"feeds.identity.v1.ListTeamResponse"> & {
  * Use `create(ListTeamResponseSchema)` to create a new message.
  */
 export const ListTeamResponseSchema: GenMessage<ListTeamResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 29);
+  messageDesc(file_feeds_identity_v1_identity, 33);
 
 /**
  * @generated from message feeds.identity.v1.ChangeRoleRequest
@@ -695,7 +771,7 @@ export type ChangeRoleRequest = Message<"feeds.identity.v1.ChangeRoleRequest"> &
  * Use `create(ChangeRoleRequestSchema)` to create a new message.
  */
 export const ChangeRoleRequestSchema: GenMessage<ChangeRoleRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 30);
+  messageDesc(file_feeds_identity_v1_identity, 34);
 
 /**
  * @generated from message feeds.identity.v1.ChangeRoleResponse
@@ -712,7 +788,7 @@ export type ChangeRoleResponse = Message<"feeds.identity.v1.ChangeRoleResponse">
  * Use `create(ChangeRoleResponseSchema)` to create a new message.
  */
 export const ChangeRoleResponseSchema: GenMessage<ChangeRoleResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 31);
+  messageDesc(file_feeds_identity_v1_identity, 35);
 
 /**
  * @generated from message feeds.identity.v1.SetOperatorStatusRequest
@@ -734,7 +810,7 @@ export type SetOperatorStatusRequest = Message<"feeds.identity.v1.SetOperatorSta
  * Use `create(SetOperatorStatusRequestSchema)` to create a new message.
  */
 export const SetOperatorStatusRequestSchema: GenMessage<SetOperatorStatusRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 32);
+  messageDesc(file_feeds_identity_v1_identity, 36);
 
 /**
  * @generated from message feeds.identity.v1.SetOperatorStatusResponse
@@ -751,7 +827,7 @@ export type SetOperatorStatusResponse = Message<"feeds.identity.v1.SetOperatorSt
  * Use `create(SetOperatorStatusResponseSchema)` to create a new message.
  */
 export const SetOperatorStatusResponseSchema: GenMessage<SetOperatorStatusResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_identity_v1_identity, 33);
+  messageDesc(file_feeds_identity_v1_identity, 37);
 
 /**
  * @generated from enum feeds.identity.v1.Role
@@ -866,6 +942,27 @@ export const UserService: GenService<{
     methodKind: "unary";
     input: typeof RevokeTokensRequestSchema;
     output: typeof RevokeTokensResponseSchema;
+  },
+  /**
+   * The user's revocation stamp, whether or not the user has a record (a token may name a user
+   * that was never upserted, and revoking it must hold all the same).
+   *
+   * @generated from rpc feeds.identity.v1.UserService.GetRevocation
+   */
+  getRevocation: {
+    methodKind: "unary";
+    input: typeof GetRevocationRequestSchema;
+    output: typeof GetRevocationResponseSchema;
+  },
+  /**
+   * The console's change signal of the tenant's users, from Redis.
+   *
+   * @generated from rpc feeds.identity.v1.UserService.GetUserSignal
+   */
+  getUserSignal: {
+    methodKind: "unary";
+    input: typeof GetUserSignalRequestSchema;
+    output: typeof GetUserSignalResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_identity_v1_identity, 0);

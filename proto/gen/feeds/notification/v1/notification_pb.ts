@@ -2,23 +2,334 @@
 // @generated from file feeds/notification/v1/notification.proto (package feeds.notification.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { PageRequest } from "../../common/v1/common_pb.js";
+import { file_feeds_common_v1_common } from "../../common/v1/common_pb.js";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file feeds/notification/v1/notification.proto.
  */
 export const file_feeds_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CihmZWVkcy9ub3RpZmljYXRpb24vdjEvbm90aWZpY2F0aW9uLnByb3RvEhVmZWVkcy5ub3RpZmljYXRpb24udjEyFQoTTm90aWZpY2F0aW9uU2VydmljZWIGcHJvdG8z");
+  fileDesc("CihmZWVkcy9ub3RpZmljYXRpb24vdjEvbm90aWZpY2F0aW9uLnByb3RvEhVmZWVkcy5ub3RpZmljYXRpb24udjEiLAoJQWN0b3JVc2VyEgoKAmlkGAEgASgJEhMKC2N1c3RvbV9qc29uGAIgASgJIt8CCgxOb3RpZmljYXRpb24SCgoCaWQYASABKAkSDAoEdmVyYhgCIAEoCRINCgVhY3RvchgDIAEoCRIOCgZvYmplY3QYBCABKAkSGgoNcmVhY3Rpb25fa2luZBgFIAEoCUgAiAEBEhgKC2FjdGl2aXR5X2lkGAYgASgJSAGIAQESLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2Vlbl9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHcmVhZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoKYWN0b3JfdXNlchgKIAEoCzIgLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5BY3RvclVzZXJCEAoOX3JlYWN0aW9uX2tpbmRCDgoMX2FjdGl2aXR5X2lkIlUKGExpc3ROb3RpZmljYXRpb25zUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg0KBW93bmVyGAIgASgJIoUBChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjoKDW5vdGlmaWNhdGlvbnMYASADKAsyIy5mZWVkcy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uEgwKBG5leHQYAiABKAkSDgoGdW5zZWVuGAMgASgDEg4KBnVucmVhZBgEIAEoAyIpCg1NYXJrU2VsZWN0aW9uEgsKA2FsbBgBIAEoCBILCgNpZHMYAiADKAkikQEKGE1hcmtOb3RpZmljYXRpb25zUmVxdWVzdBIyCgRzZWVuGAEgASgLMiQuZmVlZHMubm90aWZpY2F0aW9uLnYxLk1hcmtTZWxlY3Rpb24SMgoEcmVhZBgCIAEoCzIkLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5NYXJrU2VsZWN0aW9uEg0KBW93bmVyGAMgASgJIjsKGU1hcmtOb3RpZmljYXRpb25zUmVzcG9uc2USDgoGdW5zZWVuGAEgASgDEg4KBnVucmVhZBgCIAEoAyItChxHZXROb3RpZmljYXRpb25TaWduYWxSZXF1ZXN0Eg0KBW93bmVyGAEgASgJIlAKHUdldE5vdGlmaWNhdGlvblNpZ25hbFJlc3BvbnNlEg4KBnVuc2VlbhgBIAEoAxIOCgZ1bnJlYWQYAiABKAMSDwoHdmVyc2lvbhgDIAEoAzKKAwoTTm90aWZpY2F0aW9uU2VydmljZRJ2ChFMaXN0Tm90aWZpY2F0aW9ucxIvLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5MaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QaMC5mZWVkcy5ub3RpZmljYXRpb24udjEuTGlzdE5vdGlmaWNhdGlvbnNSZXNwb25zZRJ2ChFNYXJrTm90aWZpY2F0aW9ucxIvLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5NYXJrTm90aWZpY2F0aW9uc1JlcXVlc3QaMC5mZWVkcy5ub3RpZmljYXRpb24udjEuTWFya05vdGlmaWNhdGlvbnNSZXNwb25zZRKCAQoVR2V0Tm90aWZpY2F0aW9uU2lnbmFsEjMuZmVlZHMubm90aWZpY2F0aW9uLnYxLkdldE5vdGlmaWNhdGlvblNpZ25hbFJlcXVlc3QaNC5mZWVkcy5ub3RpZmljYXRpb24udjEuR2V0Tm90aWZpY2F0aW9uU2lnbmFsUmVzcG9uc2ViBnByb3RvMw", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
- * Notification feeds, webhook destinations and the webhook event log.
- * The RPCs arrive with the issue that builds this service; the package, the service and its
- * health check exist from the start so deployment, readiness and the gateway wiring do not change.
+ * `actor_user` of a notification: the user record of a `user:<id>` actor.
+ *
+ * @generated from message feeds.notification.v1.ActorUser
+ */
+export type ActorUser = Message<"feeds.notification.v1.ActorUser"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The user's custom object as JSON.
+   *
+   * @generated from field: string custom_json = 2;
+   */
+  customJson: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ActorUser.
+ * Use `create(ActorUserSchema)` to create a new message.
+ */
+export const ActorUserSchema: GenMessage<ActorUser> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 0);
+
+/**
+ * @generated from message feeds.notification.v1.Notification
+ */
+export type Notification = Message<"feeds.notification.v1.Notification"> & {
+  /**
+   * uuid
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * `follow`, `react` or `comment` (replies are comments too).
+   *
+   * @generated from field: string verb = 2;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: string actor = 3;
+   */
+  actor: string;
+
+  /**
+   * follow: the followed feed `group:id`; react: the activity id; comment: the comment id.
+   *
+   * @generated from field: string object = 4;
+   */
+  object: string;
+
+  /**
+   * @generated from field: optional string reaction_kind = 5;
+   */
+  reactionKind?: string | undefined;
+
+  /**
+   * comment: the activity to open; unset for follow and react.
+   *
+   * @generated from field: optional string activity_id = 6;
+   */
+  activityId?: string | undefined;
+
+  /**
+   * The time of the act the notification reports.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 7;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp seen_at = 8;
+   */
+  seenAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp read_at = 9;
+   */
+  readAt?: Timestamp | undefined;
+
+  /**
+   * Set when the actor is `user:<id>` and that user has a record.
+   *
+   * @generated from field: feeds.notification.v1.ActorUser actor_user = 10;
+   */
+  actorUser?: ActorUser | undefined;
+};
+
+/**
+ * Describes the message feeds.notification.v1.Notification.
+ * Use `create(NotificationSchema)` to create a new message.
+ */
+export const NotificationSchema: GenMessage<Notification> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 1);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationsRequest
+ */
+export type ListNotificationsRequest = Message<"feeds.notification.v1.ListNotificationsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 1;
+   */
+  page?: PageRequest | undefined;
+
+  /**
+   * @generated from field: string owner = 2;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationsRequest.
+ * Use `create(ListNotificationsRequestSchema)` to create a new message.
+ */
+export const ListNotificationsRequestSchema: GenMessage<ListNotificationsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 2);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationsResponse
+ */
+export type ListNotificationsResponse = Message<"feeds.notification.v1.ListNotificationsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.notification.v1.Notification notifications = 1;
+   */
+  notifications: Notification[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+
+  /**
+   * @generated from field: int64 unseen = 3;
+   */
+  unseen: bigint;
+
+  /**
+   * @generated from field: int64 unread = 4;
+   */
+  unread: bigint;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationsResponse.
+ * Use `create(ListNotificationsResponseSchema)` to create a new message.
+ */
+export const ListNotificationsResponseSchema: GenMessage<ListNotificationsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 3);
+
+/**
+ * Which notifications a mark applies to: all of the owner's, or these ids (others' and unknown
+ * ids are ignored). Unset in the request: that mark is not made.
+ *
+ * @generated from message feeds.notification.v1.MarkSelection
+ */
+export type MarkSelection = Message<"feeds.notification.v1.MarkSelection"> & {
+  /**
+   * @generated from field: bool all = 1;
+   */
+  all: boolean;
+
+  /**
+   * uuids, at most 100.
+   *
+   * @generated from field: repeated string ids = 2;
+   */
+  ids: string[];
+};
+
+/**
+ * Describes the message feeds.notification.v1.MarkSelection.
+ * Use `create(MarkSelectionSchema)` to create a new message.
+ */
+export const MarkSelectionSchema: GenMessage<MarkSelection> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 4);
+
+/**
+ * @generated from message feeds.notification.v1.MarkNotificationsRequest
+ */
+export type MarkNotificationsRequest = Message<"feeds.notification.v1.MarkNotificationsRequest"> & {
+  /**
+   * @generated from field: feeds.notification.v1.MarkSelection seen = 1;
+   */
+  seen?: MarkSelection | undefined;
+
+  /**
+   * @generated from field: feeds.notification.v1.MarkSelection read = 2;
+   */
+  read?: MarkSelection | undefined;
+
+  /**
+   * @generated from field: string owner = 3;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.MarkNotificationsRequest.
+ * Use `create(MarkNotificationsRequestSchema)` to create a new message.
+ */
+export const MarkNotificationsRequestSchema: GenMessage<MarkNotificationsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 5);
+
+/**
+ * @generated from message feeds.notification.v1.MarkNotificationsResponse
+ */
+export type MarkNotificationsResponse = Message<"feeds.notification.v1.MarkNotificationsResponse"> & {
+  /**
+   * @generated from field: int64 unseen = 1;
+   */
+  unseen: bigint;
+
+  /**
+   * @generated from field: int64 unread = 2;
+   */
+  unread: bigint;
+};
+
+/**
+ * Describes the message feeds.notification.v1.MarkNotificationsResponse.
+ * Use `create(MarkNotificationsResponseSchema)` to create a new message.
+ */
+export const MarkNotificationsResponseSchema: GenMessage<MarkNotificationsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 6);
+
+/**
+ * @generated from message feeds.notification.v1.GetNotificationSignalRequest
+ */
+export type GetNotificationSignalRequest = Message<"feeds.notification.v1.GetNotificationSignalRequest"> & {
+  /**
+   * @generated from field: string owner = 1;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.GetNotificationSignalRequest.
+ * Use `create(GetNotificationSignalRequestSchema)` to create a new message.
+ */
+export const GetNotificationSignalRequestSchema: GenMessage<GetNotificationSignalRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 7);
+
+/**
+ * @generated from message feeds.notification.v1.GetNotificationSignalResponse
+ */
+export type GetNotificationSignalResponse = Message<"feeds.notification.v1.GetNotificationSignalResponse"> & {
+  /**
+   * @generated from field: int64 unseen = 1;
+   */
+  unseen: bigint;
+
+  /**
+   * @generated from field: int64 unread = 2;
+   */
+  unread: bigint;
+
+  /**
+   * @generated from field: int64 version = 3;
+   */
+  version: bigint;
+};
+
+/**
+ * Describes the message feeds.notification.v1.GetNotificationSignalResponse.
+ * Use `create(GetNotificationSignalResponseSchema)` to create a new message.
+ */
+export const GetNotificationSignalResponseSchema: GenMessage<GetNotificationSignalResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 8);
+
+/**
+ * Notification feeds: one per end-user of a tenant, filled by the notify worker from the events
+ * of follows, reactions, comments and replies (never for one's own act).
+ *
+ * The owner of a call: a user token's own user; a server token (or an internal caller) names it
+ * in `owner` (required then); a user token that names an owner is refused (PERMISSION_DENIED).
  *
  * @generated from service feeds.notification.v1.NotificationService
  */
 export const NotificationService: GenService<{
+  /**
+   * The owner's notifications, newest first (created_at desc, id desc), with exact counts.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.ListNotifications
+   */
+  listNotifications: {
+    methodKind: "unary";
+    input: typeof ListNotificationsRequestSchema;
+    output: typeof ListNotificationsResponseSchema;
+  },
+  /**
+   * Marks the owner's notifications seen and/or read (read implies seen); answers fresh counts.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.MarkNotifications
+   */
+  markNotifications: {
+    methodKind: "unary";
+    input: typeof MarkNotificationsRequestSchema;
+    output: typeof MarkNotificationsResponseSchema;
+  },
+  /**
+   * The owner's counts and a version that moves on every change, from Redis alone.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.GetNotificationSignal
+   */
+  getNotificationSignal: {
+    methodKind: "unary";
+    input: typeof GetNotificationSignalRequestSchema;
+    output: typeof GetNotificationSignalResponseSchema;
+  },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_notification_v1_notification, 0);
 

@@ -1,0 +1,206 @@
+import { isoOf, notFound } from "@feeds/kit";
+import type { Comment, Reaction } from "@feeds/proto/feeds/engagement/v1/engagement";
+import {
+  actingUserQuery,
+  addCommentBody,
+  blocklistBody,
+  commentsQuery,
+  editCommentBody,
+  engagementIdParams,
+  isEngagementId,
+  reactBody,
+  reactionsQuery,
+  unreactParams,
+} from "@feeds/sdk";
+import { cursorOf, type RouteTable } from "../define.js";
+import { page } from "../json.js";
+import type { Clients } from "../system.js";
+
+/** The interface's Reaction resource. */
+const reactionJson = (r: Reaction | undefined) =>
+  r && { id: r.id, activity_id: r.activityId, user_id: r.userId, kind: r.kind, created_at: isoOf(r.createdAt) };
+
+/** The interface's Reply resource (a top-level comment has parent_id null). */
+const replyJson = (c: Comment | undefined) =>
+  c && {
+    id: c.id,
+    activity_id: c.activityId,
+    parent_id: c.parentId ?? null,
+    user_id: c.userId,
+    text: c.text,
+    reply_count: Number(c.replyCount),
+    created_at: isoOf(c.createdAt),
+    edited_at: isoOf(c.editedAt),
+  };
+
+/** Activity, reaction and comment ids are UUIDs: any other id names nothing (404, no service call). */
+const idOf = (id: string, what: string) => {
+  if (!isEngagementId(id)) throw notFound(`${what} not found`);
+  return id.toLowerCase();
+};
+
+/** Reactions, comments and replies, and the tenant's comment blocklist. */
+export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engagement">) {
+  const { engagement } = clients;
+  const tags = ["engagement"];
+
+  r.add({
+    method: "POST",
+    url: "/v1/activities/:id/reactions",
+    auth: "tenant",
+    status: 201,
+    summary: "React to an activity (201 new, 200 the existing reaction of that user and kind; server tokens name user_id)",
+    tags,
+    params: engagementIdParams,
+    body: reactBody,
+    async handler({ params, body, call, reply }) {
+      const res = await engagement.react({ activityId: idOf(params.id, "activity"), kind: body.kind, userId: body.user_id ?? "" }, call);
+      reply.code(res.created ? 201 : 200);
+      return reactionJson(res.reaction);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/activities/:id/reactions",
+    auth: "tenant",
+    summary: "List an activity's reactions, newest first (optionally of one kind)",
+    tags,
+    params: engagementIdParams,
+    query: reactionsQuery,
+    async handler({ params, query, call }) {
+      const res = await engagement.listReactions(
+        { activityId: idOf(params.id, "activity"), kind: query.kind ?? "", page: { limit: query.limit, cursor: cursorOf(query) } },
+        call,
+      );
+      return page(res.reactions.map(reactionJson), res.next);
+    },
+  });
+
+  r.add({
+    method: "DELETE",
+    url: "/v1/activities/:id/reactions/:kind",
+    auth: "tenant",
+    status: 204,
+    summary: "Remove your reaction of a kind (server tokens: ?user_id=); 404 when there was none",
+    tags,
+    params: unreactParams,
+    query: actingUserQuery,
+    async handler({ params, query, call }) {
+      await engagement.unreact({ activityId: idOf(params.id, "activity"), kind: params.kind, userId: query.user_id ?? "" }, call);
+      return undefined;
+    },
+  });
+
+  r.add({
+    method: "DELETE",
+    url: "/v1/reactions/:id",
+    auth: "tenant",
+    status: 204,
+    summary: "Remove a reaction by id (compatibility route; user tokens only their own)",
+    tags,
+    params: engagementIdParams,
+    async handler({ params, call }) {
+      await engagement.deleteReaction({ id: idOf(params.id, "reaction") }, call);
+      return undefined;
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/activities/:id/comments",
+    auth: "tenant",
+    status: 201,
+    summary: "Comment on an activity, or reply to a top-level comment with parent_id (server tokens name user_id)",
+    tags,
+    params: engagementIdParams,
+    body: addCommentBody,
+    async handler({ params, body, call }) {
+      const res = await engagement.addComment(
+        { activityId: idOf(params.id, "activity"), text: body.text, parentId: body.parent_id?.toLowerCase() ?? "", userId: body.user_id ?? "" },
+        call,
+      );
+      return replyJson(res.comment);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/activities/:id/comments",
+    auth: "tenant",
+    summary: "List an activity's top-level comments, oldest first (ties by id)",
+    tags,
+    params: engagementIdParams,
+    query: commentsQuery,
+    async handler({ params, query, call }) {
+      const res = await engagement.listComments({ activityId: idOf(params.id, "activity"), page: { limit: query.limit, cursor: cursorOf(query) } }, call);
+      return page(res.comments.map(replyJson), res.next);
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/comments/:id/replies",
+    auth: "tenant",
+    summary: "List a comment's replies, oldest first (404 for a missing comment, a reply, or a deleted activity)",
+    tags,
+    params: engagementIdParams,
+    query: commentsQuery,
+    async handler({ params, query, call }) {
+      const res = await engagement.listReplies({ commentId: idOf(params.id, "comment"), page: { limit: query.limit, cursor: cursorOf(query) } }, call);
+      return page(res.replies.map(replyJson), res.next);
+    },
+  });
+
+  r.add({
+    method: "PATCH",
+    url: "/v1/comments/:id",
+    auth: "tenant",
+    summary: "Edit your comment's text (server tokens name user_id); sets edited_at",
+    tags,
+    params: engagementIdParams,
+    body: editCommentBody,
+    async handler({ params, body, call }) {
+      const res = await engagement.editComment({ id: idOf(params.id, "comment"), text: body.text, userId: body.user_id ?? "" }, call);
+      return replyJson(res.comment);
+    },
+  });
+
+  r.add({
+    method: "DELETE",
+    url: "/v1/comments/:id",
+    auth: "tenant",
+    status: 204,
+    summary: "Delete your comment (server tokens: ?user_id=); a top-level comment takes its replies with it",
+    tags,
+    params: engagementIdParams,
+    query: actingUserQuery,
+    async handler({ params, query, call }) {
+      await engagement.deleteComment({ id: idOf(params.id, "comment"), userId: query.user_id ?? "" }, call);
+      return undefined;
+    },
+  });
+
+  r.add({
+    method: "PUT",
+    url: "/v1/moderation/blocklist",
+    auth: "server",
+    summary: "Replace the comment blocklist (whole words, case-insensitive; comments, replies and edits holding one answer 422)",
+    tags: ["moderation"],
+    body: blocklistBody,
+    async handler({ body, call }) {
+      return { terms: (await engagement.setBlocklist({ terms: body.terms }, call)).terms };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/moderation/blocklist",
+    auth: "server",
+    summary: "The comment blocklist as stored (trimmed, lower-cased, sorted)",
+    tags: ["moderation"],
+    async handler({ call }) {
+      return { terms: (await engagement.getBlocklist({}, call)).terms };
+    },
+  });
+}

@@ -1,0 +1,90 @@
+import { isoOf } from "@feeds/kit";
+import type { Notification } from "@feeds/proto/feeds/notification/v1/notification";
+import { markNotificationsBody, notificationPageQuery, notificationSignalQuery } from "@feeds/sdk";
+import { cursorOf, type RouteTable } from "../define.js";
+import { customOf } from "../json.js";
+import type { Clients } from "../system.js";
+import { matchesEtag } from "./feeds.js";
+
+/** The interface's Notification resource. */
+const notificationJson = (n: Notification) => ({
+  id: n.id,
+  verb: n.verb,
+  actor: n.actor,
+  object: n.object,
+  reaction_kind: n.reactionKind ?? null,
+  activity_id: n.activityId ?? null,
+  created_at: isoOf(n.createdAt),
+  seen_at: isoOf(n.seenAt),
+  read_at: isoOf(n.readAt),
+  actor_user: n.actorUser ? { id: n.actorUser.id, custom: customOf(n.actorUser.customJson) } : null,
+});
+
+const selection = (s: true | string[] | undefined): { all?: boolean; ids?: string[] } | undefined =>
+  s === undefined ? undefined : s === true ? { all: true } : { ids: s };
+
+/**
+ * The caller's notification feed (server tokens name its `owner`; user tokens may not), its
+ * marks and its change signal. The notification service decides who the owner is.
+ */
+export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notification">) {
+  const tags = ["notifications"];
+
+  r.add({
+    method: "GET",
+    url: "/v1/notifications",
+    auth: "tenant",
+    summary: "The notification feed, newest first, with unseen and unread counts (owner: server tokens only)",
+    tags,
+    query: notificationPageQuery,
+    async handler({ query, call }) {
+      const res = await clients.notification.listNotifications(
+        { page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" },
+        call,
+      );
+      return {
+        results: res.notifications.map(notificationJson),
+        next: res.next || null,
+        unseen: Number(res.unseen),
+        unread: Number(res.unread),
+      };
+    },
+  });
+
+  r.add({
+    method: "POST",
+    url: "/v1/notifications/mark",
+    auth: "tenant",
+    summary: "Mark notifications seen and/or read (true: all; or ids; read implies seen); answers the fresh counts",
+    tags,
+    body: markNotificationsBody,
+    async handler({ body, call }) {
+      const res = await clients.notification.markNotifications(
+        { seen: selection(body.seen), read: selection(body.read), owner: body.owner ?? "" },
+        call,
+      );
+      return { unseen: Number(res.unseen), unread: Number(res.unread) };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/notifications/signal",
+    auth: "tenant",
+    summary: "Cheap change signal for the notification feed (ETag; If-None-Match answers 304)",
+    tags,
+    query: notificationSignalQuery,
+    async handler({ req, reply, query, call }) {
+      const res = await clients.notification.getNotificationSignal({ owner: query.owner ?? "" }, call);
+      const body = { unseen: Number(res.unseen), unread: Number(res.unread), version: Number(res.version) };
+      // The counts are part of the tag: two reads of one version may count an in-flight change apart.
+      const etag = `"${body.version}-${body.unseen}-${body.unread}"`;
+      reply.header("etag", etag).header("cache-control", "no-cache");
+      if (matchesEtag(req.headers["if-none-match"], etag)) {
+        reply.code(304);
+        return undefined;
+      }
+      return body;
+    },
+  });
+}

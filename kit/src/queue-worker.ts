@@ -1,0 +1,133 @@
+import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
+import type { Logger } from "./log.js";
+import type { Nats, QueueName } from "./nats.js";
+import { BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
+
+// One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
+// acks, growing backoff with jitter between deliveries, and the dead-letter stream once a task
+// has been delivered `maxDeliver` times. Handlers throw to be retried and must be idempotent.
+
+export interface QueueWorkerOptions {
+  nats: Nats;
+  log: Logger;
+  queue: QueueName;
+  /** Durable consumer name, unique per kind of task on the queue. */
+  durable: string;
+  /** The subject (under `<ns>.<queue>.`) this consumer takes, e.g. "event". */
+  subject: string;
+  handle(m: JsMsg): Promise<void>;
+  maxDeliver?: number;
+  /** Waits before the 2nd, 3rd, ... delivery; the last one repeats. Jitter of ±25% is added. */
+  backoffMs?: readonly number[];
+  ackWaitMs?: number;
+  /** Tasks handled at once by this process. */
+  concurrency?: number;
+  /** Beats while the consumer loop runs, so that readiness can name a worker that stopped. */
+  beats?: { worker: WorkerName; beats: WorkerBeats };
+  /** Delivered, unacknowledged tasks JetStream allows (a task waiting for its retry counts). */
+  maxAckPending?: number;
+}
+
+export interface QueueWorker {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** Epoch ms of the last time the consumer loop was seen alive (readiness uses it). */
+  lastAlive(): number;
+}
+
+const DEFAULT_BACKOFF_MS = [250, 500, 1000, 2000] as const;
+const jitter = (ms: number) => Math.round(ms * (0.75 + Math.random() * 0.5));
+
+export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
+  const { nats, log, queue } = o;
+  const maxDeliver = o.maxDeliver ?? 5;
+  const backoff = o.backoffMs ?? DEFAULT_BACKOFF_MS;
+  const concurrency = o.concurrency ?? 8;
+  const stream = nats.stream(queue);
+  const durable = `${stream}_${o.durable}`;
+  let messages: ConsumerMessages | undefined;
+  let stopped = false;
+  let alive = 0;
+
+  async function deadLetter(m: JsMsg, err: unknown) {
+    log.error({ err, queue, deliveries: m.info.redeliveryCount }, "task dead-lettered");
+    try {
+      await nats.js.publish(nats.subject(`${queue}_dlq`, o.subject), m.data, { msgID: `dlq:${m.info.stream}:${m.seq}` });
+      m.term();
+    } catch (e) {
+      log.error({ err: e, queue }, "dead-lettering failed; will retry");
+      m.nak(jitter(backoff[backoff.length - 1] ?? 1000));
+    }
+  }
+
+  async function run(m: JsMsg): Promise<void> {
+    try {
+      await o.handle(m);
+      m.ack();
+    } catch (err) {
+      const deliveries = m.info.redeliveryCount;
+      if (deliveries >= maxDeliver) return deadLetter(m, err);
+      log.warn({ err, queue, deliveries }, "task failed; retrying");
+      m.nak(jitter(backoff[Math.min(deliveries - 1, backoff.length - 1)] ?? 1000));
+    }
+  }
+
+  async function ensureConsumer() {
+    try {
+      await nats.jsm.consumers.info(stream, durable);
+    } catch {
+      await nats.jsm.consumers.add(stream, {
+        durable_name: durable,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        max_deliver: maxDeliver,
+        ...(o.maxAckPending ? { max_ack_pending: o.maxAckPending } : {}),
+        ack_wait: (o.ackWaitMs ?? 30_000) * 1_000_000,
+        filter_subject: nats.subject(queue, o.subject),
+      });
+    }
+  }
+
+  async function loop() {
+    while (!stopped) {
+      try {
+        await ensureConsumer();
+        const consumer = await nats.js.consumers.get(stream, durable);
+        messages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
+        const beat = setInterval(() => {
+          alive = Date.now();
+          o.beats?.beats.beat(o.beats.worker).catch(() => undefined);
+        }, BEAT_MS);
+        alive = Date.now();
+        await o.beats?.beats.beat(o.beats.worker).catch(() => undefined);
+        const inflight = new Set<Promise<void>>();
+        try {
+          for await (const m of messages) {
+            alive = Date.now();
+            const p = run(m).finally(() => inflight.delete(p));
+            inflight.add(p);
+            if (inflight.size >= concurrency) await Promise.race(inflight);
+          }
+          await Promise.all(inflight);
+        } finally {
+          clearInterval(beat);
+        }
+      } catch (err) {
+        if (!stopped) log.warn({ err: String(err), queue }, "consumer interrupted; resuming");
+      }
+      if (!stopped) await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  return {
+    async start() {
+      await ensureConsumer();
+      void loop();
+    },
+    async stop() {
+      stopped = true;
+      await messages?.close();
+    },
+    lastAlive: () => alive,
+  };
+}

@@ -1,0 +1,134 @@
+import { create } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextKey,
+  createContextValues,
+  type CallOptions,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { ErrorDetailSchema } from "@feeds/proto/feeds/common/v1/common";
+import { Health } from "@feeds/proto/grpc/health/v1/health";
+import { forbidden, toConnectError, unauthenticated } from "./errors.js";
+import { INTERNAL_AUTH_HEADER, type Caller, type InternalAuth } from "./internal-auth.js";
+import type { Logger } from "./log.js";
+import { currentWork, workScope } from "./metrics.js";
+
+export const tenantKey = createContextKey<string | undefined>(undefined, { description: "tenant id" });
+// No default caller: a handler reading the caller of a call that has no verified one fails.
+export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "caller" });
+export const requestIdKey = createContextKey<string>("", { description: "request id" });
+
+// Only for logs, so a plain header; still hostile: anything but a short plain id is dropped.
+const H_REQUEST = "feeds-request-id";
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export interface CallScope {
+  tenantId?: string | undefined;
+  caller?: Caller;
+  requestId?: string;
+}
+
+/** Call options naming the tenant, caller and request id; the client interceptor signs them. */
+export function scope(s: CallScope): CallOptions {
+  const contextValues = createContextValues();
+  if (s.tenantId) contextValues.set(tenantKey, s.tenantId);
+  if (s.caller) contextValues.set(callerKey, s.caller);
+  if (s.requestId) contextValues.set(requestIdKey, s.requestId);
+  return { contextValues };
+}
+
+/** Handlers: the tenant of this call; a call without one is refused (tenant scope is structural). */
+export function requireTenant(ctx: HandlerContext): string {
+  const t = ctx.values.get(tenantKey);
+  if (!t) throw unauthenticated("tenant required");
+  return t;
+}
+
+export function callerOf(ctx: HandlerContext): Caller {
+  const c = ctx.values.get(callerKey);
+  if (!c) throw unauthenticated("caller required");
+  return c;
+}
+
+/** Server-only work: the tenant's server or one of our processes; every other caller is refused. */
+export function requireServer(ctx: HandlerContext): string {
+  const tenant = requireTenant(ctx);
+  const kind = callerOf(ctx).kind;
+  if (kind !== "server" && kind !== "system") throw forbidden("server token required");
+  return tenant;
+}
+
+export function requireOperator(ctx: HandlerContext): string {
+  const c = callerOf(ctx);
+  if (c.kind !== "operator") throw forbidden();
+  return c.operatorId;
+}
+
+/** Client side of every transport: signs the call's tenant and caller (none named: anonymous). */
+export function createClientInterceptor(auth: InternalAuth): Interceptor {
+  return (next) => (req) => {
+    const v = req.contextValues;
+    req.header.set(INTERNAL_AUTH_HEADER, auth.sign({ tenantId: v.get(tenantKey), caller: v.get(callerKey) ?? { kind: "anonymous" } }));
+    const rid = v.get(requestIdKey);
+    if (rid) req.header.set(H_REQUEST, rid);
+    return next(req);
+  };
+}
+
+// The reason travels as a detail the gateway does not know: a refused internal call is the
+// system's failure (500 INTERNAL at the edge), never the end client's 401.
+const refusal = (message: string) =>
+  new ConnectError(message, Code.Unauthenticated, undefined, [
+    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { reason: "INTERNAL_UNAUTHENTICATED" }) },
+  ]);
+
+/**
+ * The service-side plumbing every call passes: tenant and caller from a verified internal token
+ * only (probes' Health/Check excepted), errors mapped to ConnectError with the interface code,
+ * unexpected failures logged with their cause.
+ */
+export function createServerInterceptor(log: Logger, auth: InternalAuth): Interceptor {
+  return (next) => async (req) => {
+    const given = req.header.get(H_REQUEST);
+    const rid = given && REQUEST_ID.test(given) ? given : "";
+    req.contextValues.set(requestIdKey, rid);
+    const probe = req.method.parent.typeName === Health.typeName && req.method.name === "Check";
+    if (!probe) {
+      const claims = auth.verify(req.header.get(INTERNAL_AUTH_HEADER));
+      if ("refused" in claims) {
+        log.warn({ rpc: req.url, reason: claims.refused }, "internal call refused");
+        throw refusal(claims.refused);
+      }
+      req.contextValues.set(tenantKey, claims.tenantId);
+      req.contextValues.set(callerKey, claims.caller);
+    }
+    const mapped = (e: unknown) => {
+      const ce = toConnectError(e);
+      if (ce.code === Code.Internal) {
+        log.error({ err: e, rpc: req.url, requestId: rid }, "rpc failed");
+      }
+      return ce;
+    };
+    try {
+      // In a process of its own, a call's database commands count under the RPC; in process, the
+      // route that made the call already names the work.
+      const work = currentWork() === "background" ? `rpc:${req.method.parent.typeName}/${req.method.name}` : null;
+      const res = await (work ? workScope.run({ work }, () => next(req)) : next(req));
+      // A streamed answer fails while it is read: map those errors the same way.
+      if (res.stream) return { ...res, message: mapStreamErrors(res.message, mapped) };
+      return res;
+    } catch (e) {
+      throw mapped(e);
+    }
+  };
+}
+
+async function* mapStreamErrors<T>(messages: AsyncIterable<T>, mapped: (e: unknown) => Error): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (e) {
+    throw mapped(e);
+  }
+}

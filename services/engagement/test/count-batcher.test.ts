@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { createCountBatcher } from "../src/count-batcher.js";
+
+// The per-activity coalescing of count updates, without storage: which changes a count holds.
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+
+describe("count batcher", () => {
+  it("a change asked for while a count runs waits for the next count, which holds every change queued meanwhile", async () => {
+    const runs: { kinds: string[]; changes: number }[] = [];
+    let release: () => void = () => undefined;
+    const batcher = createCountBatcher(async (_t, _a, kinds, changes) => {
+      runs.push({ kinds: kinds.sort(), changes });
+      if (runs.length === 1) await new Promise<void>((r) => (release = r));
+    });
+    const first = batcher.count("t", "a", "like");
+    await tick();
+    let laterDone = 0;
+    const later = ["like", "clap", "like"].map((k) => batcher.count("t", "a", k).then(() => laterDone++));
+    await tick();
+    // The first count is still running: the three later changes are not answered by it.
+    expect(runs).toEqual([{ kinds: ["like"], changes: 1 }]);
+    expect(laterDone).toBe(0);
+    release();
+    await Promise.all([first, ...later]);
+    expect(runs).toEqual([
+      { kinds: ["like"], changes: 1 },
+      { kinds: ["clap", "like"], changes: 3 },
+    ]);
+  });
+
+  it("activities count apart; a failed count fails exactly the changes it held", async () => {
+    const runs: string[] = [];
+    const batcher = createCountBatcher(async (t, a) => {
+      runs.push(`${t}/${a}`);
+      if (a === "bad") throw new Error("count failed");
+    });
+    const results = await Promise.allSettled([batcher.count("t", "a", "like"), batcher.count("t", "bad", "like"), batcher.count("u", "a", "like")]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(runs.sort()).toEqual(["t/a", "t/bad", "u/a"]);
+    // Nothing is left queued: the next change starts a count of its own.
+    await batcher.count("t", "bad", "x").catch(() => undefined);
+    expect(runs.filter((r) => r === "t/bad")).toHaveLength(2);
+  });
+});

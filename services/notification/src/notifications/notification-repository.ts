@@ -1,0 +1,98 @@
+import type { Collection, Db, Filter } from "mongodb";
+import { isDuplicateKey } from "@feeds/kit";
+
+export type NotificationVerb = "follow" | "react" | "comment";
+
+export interface NotificationDoc {
+  _id: string; // uuid, derived from the event it reports: one notification per event
+  tenant_id: string;
+  /** The user whose feed it is in. */
+  owner: string;
+  verb: NotificationVerb;
+  actor: string;
+  object: string;
+  reaction_kind: string | null;
+  activity_id: string | null;
+  /** The time of the act (the page order), not of the insert. */
+  created_at: Date;
+  seen_at: Date | null;
+  read_at: Date | null;
+}
+
+/** Where a page resumes: the last row's sort keys. */
+export interface NotificationCursor {
+  created_at: Date;
+  id: string;
+}
+
+export interface Counts {
+  unseen: number;
+  unread: number;
+}
+
+/** What a mark applies to: every notification of the owner, or these ids (of the owner's). */
+export type Selection = "all" | string[];
+
+/**
+ * All MongoDB access for notifications; every query names the tenant and the owner. Inserts are
+ * unique by `_id`, the only write FerretDB v1 makes atomic, so a redelivered event inserts nothing.
+ */
+export function createNotificationRepository(db: Db) {
+  const notifications: Collection<NotificationDoc> = db.collection<NotificationDoc>("notifications");
+  const ofOwner = (tenantId: string, owner: string) => ({ tenant_id: tenantId, owner });
+  const selected = (tenantId: string, owner: string, sel: Selection): Filter<NotificationDoc> =>
+    sel === "all" ? ofOwner(tenantId, owner) : { ...ofOwner(tenantId, owner), _id: { $in: sel } };
+  const some = (sel: Selection | null): sel is Selection => sel === "all" || (sel !== null && sel.length > 0);
+
+  return {
+    ensureIndexes: () => notifications.createIndex({ tenant_id: 1, owner: 1, created_at: -1, _id: -1 }),
+
+    /** Answers false when the notification exists already (a redelivered event). */
+    async insert(doc: NotificationDoc): Promise<boolean> {
+      try {
+        await notifications.insertOne(doc);
+        return true;
+      } catch (e) {
+        if (isDuplicateKey(e)) return false;
+        throw e;
+      }
+    },
+
+    /**
+     * Keyset page, newest first by (created_at desc, _id desc): `limit + 1` rows, so the caller
+     * knows whether there is more. A row inserted late (its act older than the newest ones) lands
+     * in its place: ahead of a reader's cursor it is on no later page of that walk, behind it it
+     * comes in order; no row already there moves, so none is repeated or skipped.
+     */
+    page(tenantId: string, owner: string, limit: number, after: NotificationCursor | null) {
+      const base = ofOwner(tenantId, owner);
+      const filter: Filter<NotificationDoc> = after
+        ? { ...base, $or: [{ created_at: { $lt: after.created_at } }, { created_at: after.created_at, _id: { $lt: after.id } }] }
+        : base;
+      return notifications.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    },
+
+    /** Unseen and unread, counted from the records. */
+    async counts(tenantId: string, owner: string): Promise<Counts> {
+      const [unseen, unread] = await Promise.all([
+        notifications.countDocuments({ ...ofOwner(tenantId, owner), seen_at: null }),
+        notifications.countDocuments({ ...ofOwner(tenantId, owner), read_at: null }),
+      ]);
+      return { unseen, unread };
+    },
+
+    /**
+     * Sets seen_at (and read_at) where unset. Seen goes first, so that no notification is ever
+     * read but unseen, also when this stops halfway.
+     */
+    async mark(tenantId: string, owner: string, seen: Selection | null, read: Selection | null): Promise<void> {
+      const now = new Date();
+      for (const sel of [seen, read]) {
+        if (some(sel)) await notifications.updateMany({ ...selected(tenantId, owner, sel), seen_at: null }, { $set: { seen_at: now } });
+      }
+      if (some(read)) await notifications.updateMany({ ...selected(tenantId, owner, read), read_at: null }, { $set: { read_at: now } });
+    },
+  };
+}
+
+export type NotificationRepository = ReturnType<typeof createNotificationRepository>;

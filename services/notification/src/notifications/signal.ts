@@ -1,0 +1,122 @@
+import { randomUUID } from "node:crypto";
+import type { Logger, RedisConn } from "@feeds/kit";
+import type { Counts } from "./notification-repository.js";
+import { BEGIN, FILL, FINISH, INTENT_MS, PEEK } from "./signal-scripts.js";
+
+// Each owner's notification signal lives in Redis: a hash {v, unseen, unread}. The counts are
+// exact without a database query per read, and without racing increments (FerretDB v1 loses
+// them; Redis would not, but a crash between a database write and its increment would):
+// - a change registers an intent (with a deadline), writes MongoDB, then `finish` moves the
+//   version forward (max(v + 1, now ms), so a Redis that lost its data never repeats a version)
+//   and drops the counts; the writer (or, coalesced, `refresh`) recounts from MongoDB and fills
+//   them in at the version it read before counting;
+// - a fill lands only while the version is the one it was counted at, so a count that may
+//   predate a later change never overwrites that change's counts;
+// - a reader that finds an intent past its deadline (its writer died between MongoDB and
+//   `finish`) does what `finish` would have done; missing counts are recounted and filled.
+
+type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
+
+export interface SignalState extends Counts {
+  version: number;
+}
+
+export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }) {
+  const { redis: conn, log } = deps;
+  const script = (name: string, lua: string): Script => {
+    if (!(name in conn.redis)) conn.redis.defineCommand(name, { lua });
+    return (conn.redis as unknown as Record<string, Script>)[name]!.bind(conn.redis);
+  };
+  const begin = script("feedsNotifyBegin", BEGIN);
+  const finish = script("feedsNotifyFinish", FINISH);
+  const peek = script("feedsNotifyPeek", PEEK);
+  const fill = script("feedsNotifyFill", FILL);
+  const keys = (tenantId: string, owner: string) => [conn.key("nsig", tenantId, owner), conn.key("nsig-w", tenantId, owner)] as const;
+
+  async function fillAt(tenantId: string, owner: string, version: string, c: Counts) {
+    await fill(1, keys(tenantId, owner)[0], version, String(c.unseen), String(c.unread));
+  }
+
+  /**
+   * Runs `write` (a change of the owner's notifications in MongoDB) with its intent recorded,
+   * then moves the signal on (dropping its counts); answers the version it moved to. Fails
+   * before writing when Redis is down; after the write, a Redis failure is left to the intent's
+   * deadline (readers rebuild then): the version is null.
+   */
+  async function change<T>(tenantId: string, owner: string, write: () => Promise<T>): Promise<{ result: T; version: string | null }> {
+    const [hash, intents] = keys(tenantId, owner);
+    const id = randomUUID();
+    await begin(1, intents, id, String(Date.now() + INTENT_MS), String(2 * INTENT_MS + 60_000));
+    let version: string | null = null;
+    let result: T;
+    try {
+      result = await write();
+    } finally {
+      // Also after a failed write: it may have landed in part.
+      version = (await finish(2, hash, intents, id, String(Date.now())).catch((err: unknown) => {
+        log.warn({ err: String(err), owner }, "notification signal left to its intent's deadline");
+        return null;
+      })) as string | null;
+    }
+    return { result, version };
+  }
+
+  // One recount at a time per owner in this process; changes that finish while it runs ask for
+  // one more after it (a burst of notifications for one owner costs a couple of recounts, not one each).
+  const refreshing = new Map<string, { again: boolean; done: Promise<void> }>();
+
+  return {
+    change,
+
+    /** `change`, then the owner's counts as `count` reads them after the write, filled in at its version. */
+    async changeAndCount<T>(tenantId: string, owner: string, write: () => Promise<T>, count: () => Promise<Counts>): Promise<{ result: T; counts: Counts }> {
+      const { result, version } = await change(tenantId, owner, write);
+      const counts = await count();
+      if (version !== null) await fillAt(tenantId, owner, version, counts).catch(() => undefined);
+      return { result, counts };
+    },
+
+    /**
+     * Fills the owner's counts after a change (one that finished before this call): reads the
+     * version, then counts; a change finishing meanwhile moves the version, so the fill is
+     * refused and the recount runs again. Failures are left to readers, which rebuild.
+     */
+    refresh(tenantId: string, owner: string, count: () => Promise<Counts>): Promise<void> {
+      const k = `${tenantId}/${owner}`;
+      const running = refreshing.get(k);
+      if (running) {
+        running.again = true;
+        return running.done;
+      }
+      const run = { again: false, done: Promise.resolve() };
+      run.done = (async () => {
+        try {
+          do {
+            run.again = false;
+            const v = await conn.redis.hget(keys(tenantId, owner)[0], "v");
+            if (v === null) return;
+            await fillAt(tenantId, owner, v, await count());
+          } while (run.again);
+        } catch (err) {
+          log.debug({ err: String(err), owner }, "notification counts left to the next reader");
+        } finally {
+          refreshing.delete(k);
+        }
+      })();
+      refreshing.set(k, run);
+      return run.done;
+    },
+
+    /** The owner's signal from Redis; counts rebuilt from `count` only when Redis has none. */
+    async read(tenantId: string, owner: string, count: () => Promise<Counts>): Promise<SignalState> {
+      const [hash, intents] = keys(tenantId, owner);
+      const [v, unseen, unread] = (await peek(2, hash, intents, String(Date.now()))) as [string, string, string];
+      if (unseen !== "" && unread !== "") return { version: Number(v), unseen: Number(unseen), unread: Number(unread) };
+      const counts = await count();
+      await fillAt(tenantId, owner, v, counts);
+      return { version: Number(v), ...counts };
+    },
+  };
+}
+
+export type NotificationSignal = ReturnType<typeof createNotificationSignal>;

@@ -1,0 +1,48 @@
+import type { Db } from "mongodb";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { createWorkerBeats, type FeedEvent, type Logger, type Nats, type RedisConn } from "@feeds/kit";
+import type { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
+import { createDeliveryWorker, type DeliveryOptions } from "./delivery-worker.js";
+import { createDestinationRepository } from "./destination-repository.js";
+import { createPost } from "./post.js";
+import { createWebhookPublisher } from "./publisher.js";
+import { createRecordRepository } from "./record-repository.js";
+import { createWebhookService } from "./routes.js";
+
+export interface WebhookOptions extends DeliveryOptions {
+  /** WEBHOOK_ALLOW_PRIVATE: destinations may be private, loopback or link-local addresses. */
+  allowPrivate: boolean;
+}
+
+/** Webhooks: destinations and their RPCs, the notify worker's handler, the delivery worker. */
+export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nats; log: Logger; options: WebhookOptions }) {
+  const destinations = createDestinationRepository(deps.db, deps.redis);
+  const records = createRecordRepository(deps.db, deps.redis);
+  await Promise.all([destinations.ensureIndexes(), records.ensureIndexes()]);
+  const post = createPost({ allowPrivate: deps.options.allowPrivate, timeoutMs: deps.options.attemptTimeoutMs });
+  const worker = createDeliveryWorker({
+    nats: deps.nats,
+    log: deps.log,
+    destinations,
+    records,
+    post,
+    options: deps.options,
+    beats: createWorkerBeats(deps.redis),
+  });
+  const service: ServiceImpl<typeof WebhookService> = createWebhookService({
+    destinations,
+    records,
+    nats: deps.nats,
+    allowPrivate: deps.options.allowPrivate,
+  });
+  const handleEvent: (event: FeedEvent) => Promise<void> = createWebhookPublisher({ nats: deps.nats, destinations, records });
+  return {
+    service,
+    handleEvent,
+    start: () => worker.start(),
+    async stop() {
+      await worker.stop();
+      post.close();
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { MongoClient, type Db } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats, connectRedis, createLogger, ensureQueue, newEvent, type Nats, type RedisConn } from "@feeds/kit";
+import { createDeliveryWorker } from "../src/webhooks/delivery-worker.js";
+import { createDestinationRepository } from "../src/webhooks/destination-repository.js";
+import { createPost } from "../src/webhooks/post.js";
+import { createWebhookPublisher } from "../src/webhooks/publisher.js";
+import { createRecordRepository } from "../src/webhooks/record-repository.js";
+
+// One dead destination must not take the delivery worker's attempts from the others: with 4
+// attempts in flight in all and 2 per destination, a burst to a destination that never answers
+// leaves 2 for a live one, which gets its whole burst long before the dead one's first attempt
+// is cut off. Real MongoDB-wire storage, Redis and NATS JetStream, a namespace of its own.
+
+const urls = {
+  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
+  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
+  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
+};
+const namespace = `webhook_slots_${randomBytes(4).toString("hex")}`;
+const ATTEMPT_MS = 3000;
+
+describe("per-destination attempt slots", () => {
+  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
+  let db: Db;
+  let redis: RedisConn;
+  let nats: Nats;
+  let server: Server;
+  const sockets = new Set<Socket>();
+  const live: number[] = [];
+
+  beforeAll(async () => {
+    await mongo.connect();
+    db = mongo.db(namespace);
+    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
+    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "webhook-slots-test");
+    await ensureQueue(nats, "webhooks");
+    server = createServer((req, res) => {
+      req.resume();
+      // /dead never answers; /live answers at once.
+      if (req.url === "/live") req.on("end", () => (live.push(Date.now()), res.writeHead(200).end()));
+    });
+    server.on("connection", (s) => (sockets.add(s), s.on("close", () => sockets.delete(s))));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  });
+
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    server?.close();
+    await db?.dropDatabase();
+    await mongo.close();
+    if (redis) {
+      const keys = await redis.redis.keys(`${namespace}:*`);
+      if (keys.length) await redis.redis.del(...keys);
+      await redis.close();
+    }
+    if (nats) {
+      for await (const s of nats.jsm.streams.list()) {
+        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
+      }
+      await nats.close();
+    }
+  });
+
+  it("a burst to a destination that never answers leaves the live destination its attempts", { timeout: 30_000 }, async () => {
+    const destinations = createDestinationRepository(db, redis);
+    const records = createRecordRepository(db, redis);
+    const port = (server.address() as AddressInfo).port;
+    const tenant = "t-slots";
+    for (const path of ["/dead", "/live"]) {
+      await destinations.create({ _id: randomUUID(), tenant_id: tenant, url: `http://127.0.0.1:${port}${path}`, events: [], secret: "whsec_AAAAAAAA", created_at: new Date() });
+    }
+    const post = createPost({ allowPrivate: true, timeoutMs: ATTEMPT_MS });
+    const worker = createDeliveryWorker({
+      nats,
+      log: createLogger({ LOG_LEVEL: "silent" }, "test"),
+      destinations,
+      records,
+      post,
+      options: { attemptTimeoutMs: ATTEMPT_MS, retryScheduleMs: [10_000], concurrency: 4, perDestination: 2 },
+    });
+    const publish = createWebhookPublisher({ nats, destinations, records });
+    const started = Date.now();
+    for (let i = 0; i < 12; i++) await publish(newEvent("webhook.test", tenant, { i }));
+    await worker.start();
+    try {
+      const deadline = Date.now() + 20_000;
+      while (live.length < 12 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(live).toHaveLength(12);
+      // Every live delivery well before the dead destination's first attempts are cut off.
+      expect(Math.max(...live) - started).toBeLessThan(ATTEMPT_MS - 500);
+    } finally {
+      await worker.stop();
+      post.close();
+    }
+  });
+});

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { http, newTenant } from "../support/api.js";
+import { scrape, total } from "../support/metrics.js";
+
+// A warm first page asks MongoDB nothing: the gateway process counts every command its driver
+// starts, by the route it ran for (kit metrics, command monitoring), and the figure for the feed
+// read route does not move over warm reads of a page with an actor user, refs, objects and
+// promoted records.
+
+const ROUTE = "GET /v1/feeds/:group/:id";
+const commandsOfRoute = async () => total(await scrape(), "feeds_mongodb_commands_total", { work: ROUTE });
+
+describe("warm first page", () => {
+  it("issues no database command once warm (server token: actor users, objects, promoted)", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    expect((await http("PUT", "/v1/users/alice", { token: server, body: { custom: { name: "Alice" } } })).status).toBe(201);
+    expect((await http("PUT", "/v1/objects/product/p1", { token: server, body: { custom: { price: 5 } } })).status).toBe(201);
+    expect((await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:x", verb: "promote", object: "product:p1" } })).status).toBe(201);
+    for (let i = 0; i < 5; i++) {
+      const add = await http("POST", "/v1/feeds/user/alice/activities", {
+        token: server,
+        body: { actor: "user:alice", verb: "post", object: `note:${i}`, refs: ["product:p1"] },
+      });
+      expect(add.status).toBe(201);
+    }
+    const read = () => http("GET", "/v1/feeds/user/alice?limit=20", { token: server });
+    // Cold reads fill the head, the activity cache and the read caches.
+    for (let i = 0; i < 2; i++) expect((await read()).status).toBe(200);
+    const before = await commandsOfRoute();
+    for (let i = 0; i < 20; i++) {
+      const page = await read();
+      expect(page.status).toBe(200);
+      expect(page.body.results).toHaveLength(5);
+      expect(page.body.results[0].actor_user).toEqual({ id: "alice", custom: { name: "Alice" } });
+      expect(Object.keys(page.body.objects)).toEqual(["product:p1"]);
+      expect(page.body.promoted).toHaveLength(1);
+    }
+    expect(await commandsOfRoute()).toBe(before);
+    // The counter counts: a cold page (its head gone) moves it.
+    expect(before).toBeGreaterThan(0);
+  });
+});

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import { fastifyTrustProxy, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { fastifyTrustProxy, type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
 import { createRateLimiter } from "./rate-limit.js";
-import type { Clients } from "./system.js";
 import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
 import { operatorRoutes } from "./routes/operator.js";
@@ -28,7 +27,7 @@ export interface GatewayDeps {
   nats: Nats;
 }
 
-/** The edge: the interface's HTTP/JSON contract in front of the services. */
+/** The edge: the interface's HTTP/JSON contract in front of the services, reached through `clients`. */
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config, log, clients } = deps;
   const app = Fastify({
@@ -46,22 +45,25 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   installErrorHandling(app, log);
 
+  // Each part gets the clients it calls and no others.
+  const only = <K extends keyof Clients>(...names: K[]): Pick<Clients, K> =>
+    Object.fromEntries(names.map((n) => [n, clients[n]])) as Pick<Clients, K>;
   const limiter = createRateLimiter(deps.redis);
-  const tenantAuth = createTenantAuthenticator({ clients, redis: deps.redis, limiter, config });
-  const routes = createRouteTable(app, { clients, tenantAuth });
+  const tenantAuth = createTenantAuthenticator({ clients: only("tenancy", "users"), redis: deps.redis, limiter, config });
+  const routes = createRouteTable(app, { clients: only("operators"), tenantAuth });
 
-  healthRoutes(routes, deps);
-  userRoutes(routes, clients);
-  operatorRoutes(routes, clients, limiter, config);
-  adminRoutes(routes, clients, deps.nats);
-  feedRoutes(routes, clients);
-  graphRoutes(routes, clients);
-  objectRoutes(routes, clients);
-  promotedRoutes(routes, clients);
-  batchActivityRoutes(routes, clients);
-  notificationRoutes(routes, clients);
-  webhookRoutes(routes, clients);
-  engagementRoutes(routes, clients);
+  healthRoutes(routes, { ...deps, clients: only("health") });
+  userRoutes(routes, only("users"));
+  operatorRoutes(routes, only("tenancy", "operators", "users", "feed", "webhooks"), limiter, config);
+  adminRoutes(routes, only("tenancy", "operators"), deps.nats);
+  feedRoutes(routes, only("feed", "promoted", "users", "catalog", "engagement"));
+  graphRoutes(routes, only("graph"));
+  objectRoutes(routes, only("catalog"));
+  promotedRoutes(routes, only("promoted"));
+  batchActivityRoutes(routes, only("feed"));
+  notificationRoutes(routes, only("notification"));
+  webhookRoutes(routes, only("webhooks"));
+  engagementRoutes(routes, only("engagement"));
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

@@ -46,24 +46,23 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   installErrorHandling(app, log);
 
   // Each part gets the clients it calls and no others.
-  const only = <K extends keyof Clients>(...names: K[]): Pick<Clients, K> =>
-    Object.fromEntries(names.map((n) => [n, clients[n]])) as Pick<Clients, K>;
+  const { tenancy, users, operators, feed, promoted, graph, catalog, engagement, notification, webhooks, health } = clients;
   const limiter = createRateLimiter(deps.redis);
-  const tenantAuth = createTenantAuthenticator({ clients: only("tenancy", "users"), redis: deps.redis, limiter, config });
-  const routes = createRouteTable(app, { clients: only("operators"), tenantAuth });
+  const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, config });
+  const routes = createRouteTable(app, { clients: { operators }, tenantAuth });
 
-  healthRoutes(routes, { ...deps, clients: only("health") });
-  userRoutes(routes, only("users"));
-  operatorRoutes(routes, only("tenancy", "operators", "users", "feed", "webhooks"), limiter, config);
-  adminRoutes(routes, only("tenancy", "operators"), deps.nats);
-  feedRoutes(routes, only("feed", "promoted", "users", "catalog", "engagement"));
-  graphRoutes(routes, only("graph"));
-  objectRoutes(routes, only("catalog"));
-  promotedRoutes(routes, only("promoted"));
-  batchActivityRoutes(routes, only("feed"));
-  notificationRoutes(routes, only("notification"));
-  webhookRoutes(routes, only("webhooks"));
-  engagementRoutes(routes, only("engagement"));
+  healthRoutes(routes, { ...deps, clients: { health } });
+  userRoutes(routes, { users });
+  operatorRoutes(routes, { tenancy, operators, users, feed, webhooks }, limiter, config);
+  adminRoutes(routes, { tenancy, operators }, deps.nats);
+  feedRoutes(routes, { feed, promoted, users, catalog, engagement });
+  graphRoutes(routes, { graph });
+  objectRoutes(routes, { catalog });
+  promotedRoutes(routes, { promoted });
+  batchActivityRoutes(routes, { feed });
+  notificationRoutes(routes, { notification });
+  webhookRoutes(routes, { webhooks });
+  engagementRoutes(routes, { engagement });
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

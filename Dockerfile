@@ -1,7 +1,8 @@
 # syntax=docker/dockerfile:1
 # One image for every process of the system; the command picks the entry:
-#   node gateway/dist/main.js                 (default: the HTTP gateway on PORT)
+#   node gateway/dist/main.js                 (default: the HTTP gateway on PORT, every <SERVICE>_URL required)
 #   node services/<name>/dist/main.js         (a service: gRPC + Connect on GRPC_PORT)
+#   node system/dist/main.js                  (the whole system in one process, gateway on PORT)
 # Build: docker build -t feeds:local .
 
 ARG NODE_IMAGE=node:20-bookworm-slim
@@ -22,6 +23,7 @@ COPY services/engagement/package.json services/engagement/
 COPY services/notification/package.json services/notification/
 COPY services/catalog/package.json services/catalog/
 COPY gateway/package.json gateway/
+COPY system/package.json system/
 COPY test/package.json test/
 
 # Compile: every workspace's dist/ (tsc -b from the root references). No install script is
@@ -60,6 +62,7 @@ COPY --from=build /app/services/engagement/dist services/engagement/dist
 COPY --from=build /app/services/notification/dist services/notification/dist
 COPY --from=build /app/services/catalog/dist services/catalog/dist
 COPY --from=build /app/gateway/dist gateway/dist
+COPY --from=build /app/system/dist system/dist
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 50051

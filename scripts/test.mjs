@@ -10,7 +10,7 @@ log("type-checking the tests");
 const tsc = join(root, "node_modules", ".bin", "tsc");
 run(tsc, ["-p", "test", "--noEmit"]);
 const serviceTests = readdirSync(join(root, "services")).map((s) => `services/${s}/test`);
-for (const dir of ["sdk/test", "kit/test", "gateway/test", ...serviceTests]) {
+for (const dir of ["sdk/test", "kit/test", "gateway/test", "system/test", ...serviceTests]) {
   if (existsSync(join(root, dir, "tsconfig.json"))) run(tsc, ["-p", dir, "--noEmit"]);
 }
 log("eslint");

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import { fastifyTrustProxy, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { fastifyTrustProxy, type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
 import { createRateLimiter } from "./rate-limit.js";
-import type { Clients } from "./system.js";
 import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
 import { operatorRoutes } from "./routes/operator.js";
@@ -28,7 +27,7 @@ export interface GatewayDeps {
   nats: Nats;
 }
 
-/** The edge: the interface's HTTP/JSON contract in front of the services. */
+/** The edge: the interface's HTTP/JSON contract in front of the services, reached through `clients`. */
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config, log, clients } = deps;
   const app = Fastify({
@@ -46,22 +45,24 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   installErrorHandling(app, log);
 
+  // Each part gets the clients it calls and no others.
+  const { tenancy, users, operators, feed, promoted, graph, catalog, engagement, notification, webhooks, health } = clients;
   const limiter = createRateLimiter(deps.redis);
-  const tenantAuth = createTenantAuthenticator({ clients, redis: deps.redis, limiter, config });
-  const routes = createRouteTable(app, { clients, tenantAuth });
+  const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, config });
+  const routes = createRouteTable(app, { clients: { operators }, tenantAuth });
 
-  healthRoutes(routes, deps);
-  userRoutes(routes, clients);
-  operatorRoutes(routes, clients, limiter, config);
-  adminRoutes(routes, clients, deps.nats);
-  feedRoutes(routes, clients);
-  graphRoutes(routes, clients);
-  objectRoutes(routes, clients);
-  promotedRoutes(routes, clients);
-  batchActivityRoutes(routes, clients);
-  notificationRoutes(routes, clients);
-  webhookRoutes(routes, clients);
-  engagementRoutes(routes, clients);
+  healthRoutes(routes, { ...deps, clients: { health } });
+  userRoutes(routes, { users });
+  operatorRoutes(routes, { tenancy, operators, users, feed, webhooks }, limiter, config);
+  adminRoutes(routes, { tenancy, operators }, deps.nats);
+  feedRoutes(routes, { feed, promoted, users, catalog, engagement });
+  graphRoutes(routes, { graph });
+  objectRoutes(routes, { catalog });
+  promotedRoutes(routes, { promoted });
+  batchActivityRoutes(routes, { feed });
+  notificationRoutes(routes, { notification });
+  webhookRoutes(routes, { webhooks });
+  engagementRoutes(routes, { engagement });
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

@@ -6,16 +6,17 @@ import {
   fromTimestamp,
   isId,
   rateLimited,
+  REVOCATION_TTL_SECONDS,
+  revocationKey,
   scope,
+  tenantVersionKey,
   unauthenticated,
+  type Clients,
   type Config,
   type RedisConn,
 } from "@feeds/kit";
 import { TenantStatus, type Tenant, type TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import type { Operator, UserService } from "@feeds/proto/feeds/identity/v1/identity";
-import { tenantVersionKey } from "@feeds/tenancy";
-import { revocationKey, REVOCATION_TTL_SECONDS } from "@feeds/identity";
-import type { Clients } from "./system.js";
 import type { RateLimiter } from "./rate-limit.js";
 import { createCredentialStore, type Credential } from "./credentials.js";
 
@@ -159,7 +160,7 @@ export type TenantAuthenticator = ReturnType<typeof createTenantAuthenticator>;
 /** Operator session tokens are opaque; identity resolves them on every request (no cache, so
  * logout and disable take effect at once). */
 export async function authenticateOperator(
-  clients: Clients,
+  clients: Pick<Clients, "operators">,
   authorization: string | undefined,
   requestId: string,
 ): Promise<{ token: string; operator: Operator }> {

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Client } from "@connectrpc/connect";
-import { fromRpcError, internal, isApiKey, type RedisConn } from "@feeds/kit";
+import { fromRpcError, internal, isApiKey, tenantVersionKey, type RedisConn } from "@feeds/kit";
 import type { Tenant, TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
-import { tenantVersionKey } from "@feeds/tenancy";
 
 export interface Credential {
   tenant: Tenant;

@@ -5,7 +5,7 @@ import { forbidden, scope, workScope } from "@feeds/kit";
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
 import { parse } from "./http.js";
-import type { Clients } from "./system.js";
+import type { Clients } from "@feeds/kit";
 
 /**
  * Who may call a route. tenant: server or user token; server / user: that kind only;
@@ -43,7 +43,8 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
 }
 
 export interface RouteDeps {
-  clients: Clients;
+  /** Operator routes resolve their session through identity. */
+  clients: Pick<Clients, "operators">;
   tenantAuth: TenantAuthenticator;
 }
 

@@ -2,10 +2,9 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { SignJWT } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { connectRedis, fromRpcError, notFound, toConnectError, type RedisConn } from "@feeds/kit";
+import { connectRedis, fromRpcError, notFound, tenantVersionKey, toConnectError, type RedisConn } from "@feeds/kit";
 import { GetCredentialResponseSchema, TenantSchema, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { GetRevocationResponseSchema } from "@feeds/proto/feeds/identity/v1/identity";
-import { tenantVersionKey } from "@feeds/tenancy";
 import { createTenantAuthenticator } from "../src/auth.js";
 import { createRateLimiter } from "../src/rate-limit.js";
 

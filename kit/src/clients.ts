@@ -9,7 +9,7 @@ import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { Health } from "@feeds/proto/grpc/health/v1/health";
-import { requireInternalKey, serviceNames, serviceUrl, type Config, type ServiceName } from "./config.js";
+import { requireInternalKey, serviceNames, serviceUrl, serviceUrlVariable, type Config, type ServiceName } from "./config.js";
 import { createInternalAuth, type InternalAuth } from "./internal-auth.js";
 import { createNetworkTransport } from "./rpc.js";
 
@@ -56,7 +56,24 @@ export function createPeerClients(config: Config): () => Clients {
   return () =>
     (clients ??= createClients((name) => {
       const url = serviceUrl(config, name);
-      if (!url) throw new Error(`${name.toUpperCase()}_URL is not set: this process cannot reach the ${name} service`);
+      if (!url) throw new Error(`${serviceUrlVariable(name)} is not set: this process cannot reach the ${name} service`);
       return createNetworkTransport(url, (auth ??= createInternalAuth(requireInternalKey(config))));
     }));
+}
+
+/**
+ * Clients of every service over gRPC, for a process that runs none of them (the gateway on its
+ * own), one transport per service. Every `<SERVICE>_URL` and FEEDS_INTERNAL_KEY are required at
+ * once: a missing one stops the process at start-up naming the variable (and `why`), not its
+ * first request.
+ */
+export function createNetworkClients(config: Config, why: string): Clients {
+  const missing = serviceNames.filter((n) => !serviceUrl(config, n));
+  if (missing.length) {
+    const lines = missing.map((n) => `  ${serviceUrlVariable(n)}: required: the base URL of the ${n} service (${why})`);
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const auth = createInternalAuth(requireInternalKey(config));
+  const transports = new Map(serviceNames.map((n) => [n, createNetworkTransport(serviceUrl(config, n) as string, auth)]));
+  return createClients((n) => transports.get(n) as Transport);
 }

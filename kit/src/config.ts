@@ -97,9 +97,11 @@ export const serviceNames = [
 ] as const;
 export type ServiceName = (typeof serviceNames)[number];
 
+/** The variable that names a service's gRPC base URL. */
+export const serviceUrlVariable = (name: ServiceName): string => `${name.toUpperCase()}_URL`;
+
 export function serviceUrl(config: Config, name: ServiceName): string | undefined {
-  const key = `${name.toUpperCase()}_URL` as const;
-  return config[key as keyof Config] as string | undefined;
+  return config[serviceUrlVariable(name) as keyof Config] as string | undefined;
 }
 
 /** Where tenancy is built: its key, or a start-up failure that names the variable. */

@@ -3,6 +3,7 @@ export * from "./log.js";
 export * from "./errors.js";
 export * from "./mongo.js";
 export * from "./redis.js";
+export * from "./redis-keys.js";
 export * from "./nats.js";
 export * from "./cursor.js";
 export * from "./rpc.js";

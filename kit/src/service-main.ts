@@ -6,6 +6,7 @@ import { connectMongo, type Mongo } from "./mongo.js";
 import { connectRedis, type RedisConn } from "./redis.js";
 import { connectNats, type Nats } from "./nats.js";
 import { serveModules, type ServiceModule } from "./rpc.js";
+import { createPeerClients, type Clients } from "./clients.js";
 
 export interface Infra {
   config: Config;
@@ -54,17 +55,21 @@ export function createInfra(config: Config, log: Logger, name: string): Infra {
   };
 }
 
+/**
+ * How a service's module is built from a process's infrastructure and its peers (the other
+ * services, wherever they run): one function per service, used by its own main and by any
+ * process that runs it beside others.
+ */
+export type ServiceBuild = (infra: Infra, peers: () => Clients) => Promise<ServiceModule>;
+
 /** Entry point of a standalone service process: connect, serve gRPC on GRPC_PORT, stop on signals. */
-export async function runServiceMain(
-  name: ServiceName,
-  build: (infra: Infra) => Promise<ServiceModule>,
-): Promise<void> {
+export async function runServiceMain(name: ServiceName, build: ServiceBuild): Promise<void> {
   const config = loadConfig();
   // Before connecting anything: a standalone service serves only callers that hold the key.
   const auth = createInternalAuth(requireInternalKey(config));
   const log = createLogger(config, name);
   const infra = createInfra(config, log, name);
-  const module = await build(infra);
+  const module = await build(infra, createPeerClients(config));
   const server = await serveModules([module], { host: config.HOST, port: config.GRPC_PORT, log, auth });
   await module.start?.();
   const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });

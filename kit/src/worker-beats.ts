@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { RedisConn } from "./redis.js";
+import { workerBeatsKey as key } from "./redis-keys.js";
 
 // Liveness of the system's workers, for readiness: each consumer loop of each process beats
 // once a second into a sorted set per worker (member: the process's instance, score: the time),
@@ -13,8 +14,6 @@ export type WorkerName = (typeof workerNames)[number];
 export const BEAT_MS = 1000;
 export const ALIVE_MS = 5000;
 const instance = randomUUID();
-
-const key = (conn: RedisConn, worker: WorkerName) => conn.key("worker", worker);
 
 export function createWorkerBeats(conn: RedisConn) {
   return {

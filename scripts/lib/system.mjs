@@ -1,5 +1,5 @@
-// Starts the whole system as child processes: one process (gateway with every service mounted)
-// or split (one process per service, the gateway reaching each over gRPC on loopback).
+// Starts the whole system as child processes: one process (system/: every service and the gateway)
+// or split (one process per service, gateway/ reaching each over gRPC on loopback).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createInterface } from "node:readline";
@@ -113,9 +113,10 @@ export async function startSystem({ env: given, split = false, port = 0, inherit
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
-    // Split, tenancy runs elsewhere: the gateway has no use for the master key.
+    // Split, tenancy runs elsewhere: the gateway has no use for the master key. Either way the
+    // process that answers HTTP is named "gateway".
     const gwEnv = { ...(split ? withoutMasterKey : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
-    const gw = startProcess("gateway", "gateway/dist/main.js", gwEnv, { inherit });
+    const gw = startProcess("gateway", split ? "gateway/dist/main.js" : "system/dist/main.js", gwEnv, { inherit });
     processes.push(gw);
     const ready = await gw.first;
     const metrics = Object.fromEntries(

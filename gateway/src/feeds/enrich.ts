@@ -3,7 +3,7 @@ import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import type { FeedPageQuery, FeedParams } from "@feeds/sdk";
 import type { TenantAuth } from "../auth.js";
 import { cursorOf } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { promotedSidecar } from "./promoted-sidecar.js";
 import {
   activityJson,
@@ -31,20 +31,25 @@ export const viewerOf = (tenant: TenantAuth | null): Viewer => ({ userId: tenant
 /** Operators forward no end-user identity: own_reactions is always absent. */
 export const operatorViewer: Viewer = { userId: null };
 
+/** What enrichment calls: actor users, objects, the viewer's own reactions. */
+export type EnrichClients = Pick<Clients, "users" | "catalog" | "engagement">;
+/** What a feed page calls: the page and its promoted sidecar, then enrichment. */
+export type FeedPageClients = EnrichClients & Pick<Clients, "feed" | "promoted">;
+
 export interface Enriched {
   results: ActivityJson[];
   /** The objects sidecar: only when asked for and some activity has a ref. */
   objects?: Record<string, ObjectJson>;
 }
 
-async function actorUsers(clients: Clients, call: CallOptions, activities: Activity[]): Promise<Map<string, ActorUserJson>> {
+async function actorUsers(clients: Pick<Clients, "users">, call: CallOptions, activities: Activity[]): Promise<Map<string, ActorUserJson>> {
   const ids = [...new Set(activities.map((a) => actorUserId(a.actor)).filter((id): id is string => id !== null))];
   if (ids.length === 0) return new Map();
   const res = await clients.users.getUsers({ ids }, call);
   return new Map(res.users.map((u) => [u.id, actorUserJson(u)]));
 }
 
-async function objectsOf(clients: Clients, call: CallOptions, refs: string[]): Promise<Record<string, ObjectJson>> {
+async function objectsOf(clients: Pick<Clients, "catalog">, call: CallOptions, refs: string[]): Promise<Record<string, ObjectJson>> {
   const parts = refs.map(splitRef).filter((p): p is { type: string; id: string } => p !== null);
   const wanted = new Set(refs);
   const out: Record<string, ObjectJson> = {};
@@ -59,7 +64,7 @@ async function objectsOf(clients: Clients, call: CallOptions, refs: string[]): P
 
 /** The caller's reaction kinds per activity, in one engagement call; none for server tokens. */
 async function ownReactionsOf(
-  clients: Clients,
+  clients: Pick<Clients, "engagement">,
   call: CallOptions,
   activities: Activity[],
   userId: string | null,
@@ -72,7 +77,7 @@ async function ownReactionsOf(
 
 /** Activities → interface JSON with actor_user, own_reactions and (optionally) the objects sidecar. */
 export async function enrich(
-  clients: Clients,
+  clients: EnrichClients,
   call: CallOptions,
   activities: Activity[],
   viewer: Viewer,
@@ -96,14 +101,14 @@ export async function enrich(
 }
 
 /** One activity as interface JSON (no sidecars). */
-export async function enrichOne(clients: Clients, call: CallOptions, activity: Activity | undefined, viewer: Viewer): Promise<ActivityJson> {
+export async function enrichOne(clients: EnrichClients, call: CallOptions, activity: Activity | undefined, viewer: Viewer): Promise<ActivityJson> {
   if (!activity) throw new Error("the feed service answered no activity");
   const { results } = await enrich(clients, call, [activity], viewer);
   return results[0] as ActivityJson;
 }
 
 /** A feed read (`/v1/feeds/{group}/{id}` and the operator's inspect view): `{results, next, objects?}`. */
-export async function feedPage(clients: Clients, call: CallOptions, feed: FeedParams, query: FeedPageQuery, viewer: Viewer) {
+export async function feedPage(clients: FeedPageClients, call: CallOptions, feed: FeedParams, query: FeedPageQuery, viewer: Viewer) {
   const cursor = cursorOf(query);
   // The promoted sidecar belongs to first pages only; it is fetched beside the page, not after it.
   const [res, promoted] = await Promise.all([

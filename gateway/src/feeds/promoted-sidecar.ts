@@ -2,7 +2,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import { isoOf } from "@feeds/kit";
 import type { PromotedRecord } from "@feeds/proto/feeds/feed/v1/feed";
 import { customOf } from "../json.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 
 // Promoted activities as JSON: the sidecar entry of a feed read (interface section 2) and the
 // stored record the server-token routes answer (contract section 2).
@@ -50,7 +50,7 @@ export const promotedRecordJson = (r: PromotedRecord): PromotedRecordJson => ({
  * `userId` is the end-user of a user token; null for server tokens and operators.
  */
 export async function promotedSidecar(
-  clients: Clients,
+  clients: Pick<Clients, "promoted">,
   call: CallOptions,
   feed: { group: string; id: string },
   userId: string | null,

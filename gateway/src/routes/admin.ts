@@ -2,12 +2,12 @@ import { isoOf, queueDepth, queueNames, scope, type Nats } from "@feeds/kit";
 import { TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenantBody, inviteBody, pageQuery, tenantIdParams } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { page, teammateJson, tenantJson } from "../json.js";
 import { roleOf } from "./operator.js";
 
 /** Platform administration: platform staff sessions only. */
-export function adminRoutes(r: RouteTable, clients: Clients, nats: Nats) {
+export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "operators">, nats: Nats) {
   const tags = ["admin"];
 
   r.add({

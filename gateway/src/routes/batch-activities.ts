@@ -5,7 +5,7 @@ import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/fe
 import { groupPattern, idPattern } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 
 const envelope = z.object({
   activities: z.array(z.looseObject({})).min(1, "at least 1 item").max(100, "at most 100 items"),
@@ -50,7 +50,7 @@ function toImportItem(raw: unknown): ImportItem | null {
 }
 
 /** POST /v1/batch/activities: cold-start import; fan-out runs, no live head keys, time unclamped. */
-export function batchActivityRoutes(r: RouteTable, clients: Clients) {
+export function batchActivityRoutes(r: RouteTable, clients: Pick<Clients, "feed">) {
   r.add({
     method: "POST",
     url: "/v1/batch/activities",

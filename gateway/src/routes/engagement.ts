@@ -14,7 +14,7 @@ import {
 } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import { page } from "../json.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 
 /** The interface's Reaction resource. */
 const reactionJson = (r: Reaction | undefined) =>

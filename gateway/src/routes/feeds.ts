@@ -8,8 +8,7 @@ import {
   patchActivityBody,
 } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
-import { enrich, enrichOne, feedPage, operatorViewer, viewerOf } from "../feeds/enrich.js";
+import { enrich, enrichOne, feedPage, operatorViewer, viewerOf, type FeedPageClients } from "../feeds/enrich.js";
 
 /** User tokens: `time` is clamped to [now − 10 min, now] (interface rule 5). */
 const USER_TIME_WINDOW_MS = 10 * 60 * 1000;
@@ -34,7 +33,7 @@ export function matchesEtag(header: string | undefined, etag: string): boolean {
 }
 
 /** Activities and feed reads. */
-export function feedRoutes(r: RouteTable, clients: Clients) {
+export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
   const tags = ["feeds"];
 
   r.add({

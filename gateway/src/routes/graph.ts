@@ -12,7 +12,7 @@ import {
 } from "@feeds/sdk";
 import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
 
 /** The interface's Follow resource. */
@@ -25,7 +25,7 @@ const followJson = (f: Follow) => ({
 });
 
 /** Follow, unfollow, follows, followers, stats, suggestions and batch follows. */
-export function graphRoutes(r: RouteTable, clients: Clients) {
+export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
   const tags = ["follows"];
 
   r.add({

@@ -2,11 +2,11 @@ import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/h
 import { createWorkerBeats, queueDepth, serviceNames, workerNames, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { queueParams } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 
 export interface HealthDeps {
   config: Config;
-  clients: Clients;
+  clients: Pick<Clients, "health">;
   mongo: Mongo;
   redis: RedisConn;
   nats: Nats;

@@ -3,7 +3,7 @@ import type { Notification } from "@feeds/proto/feeds/notification/v1/notificati
 import { markNotificationsBody, notificationPageQuery, notificationSignalQuery } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { matchesEtag } from "./feeds.js";
 
 /** The interface's Notification resource. */

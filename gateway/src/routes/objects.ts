@@ -11,7 +11,7 @@ import {
 import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { customOf } from "../json.js";
 
 /** The interface's Object: `{type, id, custom, updated_at}`. */
@@ -19,7 +19,7 @@ export const objectJson = (o: FeedObject | undefined) =>
   o && { type: o.type, id: o.id, custom: customOf(o.customJson), updated_at: isoOf(o.updatedAt) };
 
 /** Objects (`type:id`) and their batch import: reads open to any token, writes server only. */
-export function objectRoutes(r: RouteTable, clients: Clients) {
+export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
   const tags = ["objects"];
   const refOf = (p: { type: string; id: string }) => ({ ref: { type: p.type, id: p.id } });
 

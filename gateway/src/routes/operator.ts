@@ -3,7 +3,7 @@ import { rateLimited, unauthenticated, isoOf, type Config } from "@feeds/kit";
 import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
 import { acceptInviteBody, inviteBody, loginBody, operatorIdParams, pageQuery, roleBody } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import type { RateLimiter } from "../rate-limit.js";
 import { matchesEtag } from "./feeds.js";
 import { operatorJson, page, teammateJson, tenantJson, userListJson } from "../json.js";
@@ -15,7 +15,12 @@ const sessionJson = (s: { token: string; expiresAt?: { seconds: bigint; nanos: n
 
 export const roleOf = (role: "owner" | "member") => (role === "owner" ? Role.OWNER : Role.MEMBER);
 
-export function operatorRoutes(r: RouteTable, clients: Clients, limiter: RateLimiter, config: Config) {
+export function operatorRoutes(
+  r: RouteTable,
+  clients: Pick<Clients, "tenancy" | "operators" | "users" | "feed" | "webhooks">,
+  limiter: RateLimiter,
+  config: Config,
+) {
   const tags = ["operator"];
   const loginLimit = config.LOGIN_RATE_LIMIT_PER_MINUTE;
 

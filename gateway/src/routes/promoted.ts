@@ -1,12 +1,12 @@
 import { notFound } from "@feeds/kit";
 import { createPromotedBody, isPromotedId, promotedIdParams, promotedPageQuery } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
 import { promotedRecordJson } from "../feeds/promoted-sidecar.js";
 
 /** Promoted activities: create, list, retract (server only). */
-export function promotedRoutes(r: RouteTable, clients: Clients) {
+export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">) {
   const tags = ["promoted"];
 
   r.add({

@@ -2,10 +2,10 @@ import { isoOf, notFound, unauthenticated } from "@feeds/kit";
 import { batchUserItem, batchUsersBody, upsertUserBody, userIdParams } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 import { userJson } from "../json.js";
 
-export function userRoutes(r: RouteTable, clients: Clients) {
+export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
   const tags = ["users"];
 
   r.add({

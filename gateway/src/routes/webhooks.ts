@@ -2,7 +2,7 @@ import { isoOf, notFound } from "@feeds/kit";
 import type { WebhookDestination, WebhookEventRecord } from "@feeds/proto/feeds/notification/v1/webhook";
 import { createWebhookBody, isWebhookId, webhookIdParams, webhookPageQuery } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
-import type { Clients } from "../system.js";
+import type { Clients } from "@feeds/kit";
 
 // Webhook destinations (server tokens) and the operator console's webhook views.
 

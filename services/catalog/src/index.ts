@@ -1,1 +1,2 @@
 export { createCatalogModule } from "./module.js";
+export { buildCatalog } from "./build.js";

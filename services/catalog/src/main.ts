@@ -1,4 +1,4 @@
 import { runServiceMain } from "@feeds/kit";
-import { createCatalogModule } from "./module.js";
+import { buildCatalog } from "./build.js";
 
-await runServiceMain("catalog", async (infra) => createCatalogModule({ db: (await infra.mongo()).db, redis: await infra.redis(), log: infra.log }));
+await runServiceMain("catalog", buildCatalog);

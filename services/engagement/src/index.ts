@@ -1,1 +1,2 @@
 export { createEngagementModule } from "./module.js";
+export { buildEngagement } from "./build.js";

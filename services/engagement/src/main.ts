@@ -1,12 +1,4 @@
-import { createPeerClients, runServiceMain } from "@feeds/kit";
-import { createEngagementModule } from "./module.js";
+import { runServiceMain } from "@feeds/kit";
+import { buildEngagement } from "./build.js";
 
-await runServiceMain("engagement", async (infra) =>
-  createEngagementModule({
-    db: (await infra.mongo()).db,
-    redis: await infra.redis(),
-    nats: await infra.nats(),
-    peers: createPeerClients(infra.config),
-    log: infra.log,
-  }),
-);
+await runServiceMain("engagement", buildEngagement);

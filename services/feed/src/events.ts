@@ -21,7 +21,7 @@ import { activityToProto } from "./routes.js";
 
 export type ActivityEventType = "activity.added" | "activity.updated" | "activity.deleted";
 
-export function createActivityEvents(deps: { peers: () => Clients }) {
+export function createActivityEvents(deps: { peers: () => Pick<Clients, "users"> }) {
   async function actorUser(tenantId: string, actor: string) {
     const uid = actorUserId(actor);
     if (uid === null) return null;

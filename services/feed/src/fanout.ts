@@ -45,7 +45,7 @@ export interface FanoutDeps {
   heads: Heads;
   /** The write path's activity cache: the activity task reads its activity there first. */
   cache: ActivityCache;
-  peers: () => Clients;
+  peers: () => Pick<Clients, "graph">;
   /** activity.added: published by the activity task, so it follows the activity's outbox mark. */
   events: ActivityEvents;
   log: Logger;

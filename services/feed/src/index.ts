@@ -1,1 +1,2 @@
 export { createFeedModule } from "./module.js";
+export { buildFeed } from "./build.js";

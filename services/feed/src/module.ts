@@ -16,7 +16,7 @@ export async function createFeedModule(deps: {
   db: Db;
   nats: Nats;
   redis: RedisConn;
-  peers: () => Clients;
+  peers: () => Pick<Clients, "graph" | "users">;
   log: Logger;
   /** Run the fan-out worker and outbox relay in this process (default true). */
   worker?: boolean;

@@ -48,7 +48,7 @@ export interface FeedServiceDeps {
   events: ActivityEvents;
   /** The console's change signal of activities (count, version). */
   consoleSignal: CountSignal;
-  peers: () => Clients;
+  peers: () => Pick<Clients, "users">;
   log: Logger;
 }
 

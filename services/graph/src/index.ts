@@ -1,1 +1,2 @@
 export { createGraphModule } from "./module.js";
+export { buildGraph } from "./build.js";

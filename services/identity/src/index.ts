@@ -1,1 +1,2 @@
-export { createIdentityModule, revocationKey, REVOCATION_TTL_SECONDS } from "./module.js";
+export { createIdentityModule } from "./module.js";
+export { buildIdentity } from "./build.js";

@@ -1,5 +1,14 @@
 import type { Db } from "mongodb";
-import { createCountSignal, createEventOutbox, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import {
+  createCountSignal,
+  createEventOutbox,
+  REVOCATION_TTL_SECONDS,
+  revocationKey,
+  type Logger,
+  type Nats,
+  type RedisConn,
+  type ServiceModule,
+} from "@feeds/kit";
 import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
 import { createUserRepository, withUserCache } from "./user-repository.js";
 import { createOperatorRepository } from "./operator-repository.js";
@@ -8,12 +17,6 @@ import { createUserService } from "./user-routes.js";
 import { createOperatorService } from "./operator-routes.js";
 import { createDummyHash } from "./passwords.js";
 import { createSweeper, type SweepOptions } from "./sweeper.js";
-
-/** Redis key holding a user's revoked_before (epoch ms), read by every gateway replica. */
-export const revocationKey = (redis: RedisConn, tenantId: string, userId: string) =>
-  redis.key("rv", tenantId, userId);
-/** Revocation keys are a cache of MongoDB: bounded so that a missed update cannot live forever. */
-export const REVOCATION_TTL_SECONDS = 600;
 
 // Racing revocations may signal out of order: the stamp only moves forward.
 const SIGNAL_SCRIPT = `

@@ -1,1 +1,2 @@
 export { createNotificationModule, webhookOptionsOf } from "./module.js";
+export { buildNotification } from "./build.js";

@@ -1,1 +1,2 @@
-export { createTenancyModule, tenantVersionKey } from "./module.js";
+export { createTenancyModule } from "./module.js";
+export { buildTenancy } from "./build.js";

@@ -1,11 +1,4 @@
-import { requireMasterKey, runServiceMain } from "@feeds/kit";
-import { createTenancyModule } from "./module.js";
+import { runServiceMain } from "@feeds/kit";
+import { buildTenancy } from "./build.js";
 
-await runServiceMain("tenancy", async (infra) =>
-  createTenancyModule({
-    db: (await infra.mongo()).db,
-    redis: await infra.redis(),
-    masterKey: requireMasterKey(infra.config),
-    log: infra.log,
-  }),
-);
+await runServiceMain("tenancy", buildTenancy);

@@ -1,13 +1,10 @@
 import type { Db } from "mongodb";
-import { type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { tenantVersionKey, type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenantRepository } from "./tenant-repository.js";
 import { createTenancyService } from "./routes.js";
 import { createCredentialChanges } from "./credential-change.js";
 import { randomUUID } from "node:crypto";
-
-/** Redis key that names the current version of a tenant's credential and status. */
-export const tenantVersionKey = (redis: RedisConn, apiKey: string) => redis.key("tenant", apiKey, "ver");
 
 export async function createTenancyModule(deps: {
   db: Db;

@@ -2,9 +2,19 @@ import { randomBytes } from "node:crypto";
 import { createClient, type Client, type ConnectRouter } from "@connectrpc/connect";
 import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, createLogger, createInternalAuth, createLocalTransport, fromRpcError, unseal, type RedisConn, type Sealed } from "@feeds/kit";
+import {
+  connectRedis,
+  createLogger,
+  createInternalAuth,
+  createLocalTransport,
+  fromRpcError,
+  tenantVersionKey,
+  unseal,
+  type RedisConn,
+  type Sealed,
+} from "@feeds/kit";
 import { TenancyService, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
-import { createTenancyModule, tenantVersionKey } from "../src/module.js";
+import { createTenancyModule } from "../src/module.js";
 import { createTenantRepository } from "../src/tenant-repository.js";
 import { createCredentialChanges } from "../src/credential-change.js";
 import { createTenancyService } from "../src/routes.js";

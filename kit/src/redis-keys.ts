@@ -1,0 +1,23 @@
+import type { RedisConn } from "./redis.js";
+import type { WorkerName } from "./worker-beats.js";
+
+// The Redis keys that one part of the system writes and another reads: their names and lifetimes
+// are agreed here and nowhere else, so no part borrows another's. A key only one part touches
+// stays with that part. Every key is namespaced by FEEDS_NAMESPACE (`conn.key`).
+
+/**
+ * The version stamp of a tenant's credential and status: tenancy replaces it on every rotation or
+ * status change; the gateway reads it with each request (and stamps, NX, a tenant it sees first).
+ */
+export const tenantVersionKey = (conn: RedisConn, apiKey: string): string => conn.key("tenant", apiKey, "ver");
+
+/**
+ * A user's revoked_before (epoch ms): identity moves it forward on a revocation; the gateway reads
+ * it with each user-token request and fills it (NX) from identity when it is missing.
+ */
+export const revocationKey = (conn: RedisConn, tenantId: string, userId: string): string => conn.key("rv", tenantId, userId);
+/** Revocation keys are a cache of MongoDB: bounded so that a missed update cannot live forever. */
+export const REVOCATION_TTL_SECONDS = 600;
+
+/** The liveness beats of a worker (instance → time): its consumer loops write, readiness reads. */
+export const workerBeatsKey = (conn: RedisConn, worker: WorkerName): string => conn.key("worker", worker);

@@ -1,0 +1,13 @@
+import type { ServiceBuild } from "@feeds/kit";
+import { createNotificationModule, webhookOptionsOf } from "./module.js";
+
+/** The notification module from a process's infrastructure (its main, or the one-process system). */
+export const buildNotification: ServiceBuild = async (infra, peers) =>
+  createNotificationModule({
+    db: (await infra.mongo()).db,
+    nats: await infra.nats(),
+    redis: await infra.redis(),
+    peers,
+    log: infra.log,
+    webhooks: webhookOptionsOf(infra.config),
+  });

@@ -1,0 +1,94 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+
+// The package layout rule: the one-process composition (system/) is the only workspace that names
+// a service or the gateway. The gateway reaches services only as clients it is handed, no service
+// names another, and the shared pieces (kit, sdk, proto) name none of them: a part that needs
+// something of another part's finds it in kit.
+
+const root = join(import.meta.dirname, "..", "..");
+const readJson = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
+
+/** Every workspace folder of the root manifest, `services/*` expanded. */
+function workspaces(): string[] {
+  const patterns = readJson(join(root, "package.json")).workspaces as string[];
+  return patterns.flatMap((p) =>
+    p.endsWith("/*")
+      ? readdirSync(join(root, p.slice(0, -2)))
+          .map((d) => `${p.slice(0, -2)}/${d}`)
+          .filter((d) => existsSync(join(root, d, "package.json")))
+      : [p],
+  );
+}
+
+const nameOf = (dir: string) => readJson(join(root, dir, "package.json")).name as string;
+const services = workspaces().filter((d) => d.startsWith("services/"));
+/** Packages only the composition may name: the services and the gateway. */
+const composed = new Set([...services.map(nameOf), nameOf("gateway")]);
+
+function dependenciesOf(dir: string): string[] {
+  const pkg = readJson(join(root, dir, "package.json"));
+  const fields = ["dependencies", "devDependencies", "peerDependencies", "optionalDependencies"];
+  return fields.flatMap((f) => Object.keys((pkg[f] as Record<string, string> | undefined) ?? {}));
+}
+
+function sourceFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((entry) => {
+    const path = join(dir, entry);
+    if (entry === "node_modules" || entry === "dist" || entry === "gen") return [];
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return /\.(ts|mts|js|mjs)$/.test(entry) ? [path] : [];
+  });
+}
+
+/** Every `@feeds/<package>` a workspace's sources name (imports, dynamic imports, mocks), with where. */
+function namedPackages(dir: string): { pkg: string; at: string }[] {
+  const out: { pkg: string; at: string }[] = [];
+  for (const file of sourceFiles(join(root, dir))) {
+    readFileSync(file, "utf8")
+      .split("\n")
+      .forEach((line, i) => {
+        for (const m of line.matchAll(/["'`](@feeds\/[a-z0-9-]+)(?:\/[^"'`]*)?["'`]/g)) {
+          out.push({ pkg: m[1] as string, at: `${relative(root, file)}:${i + 1}` });
+        }
+      });
+  }
+  return out;
+}
+
+// Every workspace but the composition itself.
+const checked = workspaces().filter((d) => d !== "system");
+
+describe("package layout", () => {
+  it("reads the gateway, the seven services and the shared workspaces", () => {
+    expect(services).toHaveLength(7);
+    expect(checked).toEqual(expect.arrayContaining(["gateway", "kit", "sdk", "proto", ...services]));
+  });
+
+  it("no manifest but system's names a service or the gateway (a package may name itself)", () => {
+    const offenders = checked.flatMap((dir) =>
+      dependenciesOf(dir)
+        .filter((d) => composed.has(d) && d !== nameOf(dir))
+        .map((d) => `${dir}/package.json names ${d}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it("no source but system's imports a service or the gateway", () => {
+    const offenders = checked.flatMap((dir) =>
+      namedPackages(dir)
+        .filter(({ pkg }) => composed.has(pkg) && pkg !== nameOf(dir))
+        .map(({ pkg, at }) => `${at} imports ${pkg}`),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it("system is where the one-process composition lives: it names every service and the gateway", () => {
+    const deps = new Set(dependenciesOf("system"));
+    expect([...composed].filter((p) => !deps.has(p))).toEqual([]);
+    const imported = new Set(namedPackages("system").map((n) => n.pkg));
+    expect([...composed].filter((p) => !imported.has(p))).toEqual([]);
+  });
+});

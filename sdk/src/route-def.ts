@@ -100,7 +100,8 @@ export function checkAnswer(def: RouteDef, status: number, body: unknown): void 
   }
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
-    throw new ResponseValidationError(name, status, parsed.error.issues.map((i) => `body${i.path.map((p) => `.${String(p)}`).join("")}: ${i.message}`));
+    const at = (path: PropertyKey[]) => `body${path.map((p) => `.${String(p)}`).join("")}`;
+    throw new ResponseValidationError(name, status, parsed.error.issues.map((i) => `${at(i.path)}: ${i.message}`));
   }
   const unnamed = unnamedFields(parsed.data, body, "body", []);
   if (unnamed.length) throw new ResponseValidationError(name, status, unnamed);

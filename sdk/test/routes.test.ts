@@ -94,7 +94,13 @@ describe("the SDK's clients and its route table", () => {
 });
 
 describe("validateResponses", () => {
-  const reaction = { id: "0b7e3a52-6f0e-4d8e-9a49-3c1e2f4a5b6c", activity_id: "9d2c1b0a-8f7e-4d6c-8b5a-493827160504", user_id: "u", kind: "like", created_at: "2024-05-01T12:00:00.000Z" };
+  const reaction = {
+    id: "0b7e3a52-6f0e-4d8e-9a49-3c1e2f4a5b6c",
+    activity_id: "9d2c1b0a-8f7e-4d6c-8b5a-493827160504",
+    user_id: "u",
+    kind: "like",
+    created_at: "2024-05-01T12:00:00.000Z",
+  };
 
   it("accepts an answer of the declared shape and refuses others, naming the field", () => {
     expect(() => checkAnswer(feedApiRoutes.react, 201, reaction)).not.toThrow();

@@ -120,9 +120,10 @@ describe("sdk: notifications and change signals", () => {
       },
       { timeout: 15_000, interval: 100 },
     );
-    const follow = { id: anId, verb: "follow", object: "user:ann", reaction_kind: null, activity_id: null, created_at: ISO, seen_at: null, read_at: null };
+    const follow = { id: anId, verb: "follow", object: "user:ann", reaction_kind: null, activity_id: null, created_at: ISO };
+    const unseen = { ...follow, seen_at: null, read_at: null };
     expect(page).toEqual({
-      results: [{ ...follow, actor: "user:cat", actor_user: null }, { ...follow, actor: "user:bob", actor_user: null }],
+      results: [{ ...unseen, actor: "user:cat", actor_user: null }, { ...unseen, actor: "user:bob", actor_user: null }],
       next: null,
       unseen: 2,
       unread: 2,
@@ -137,11 +138,13 @@ describe("sdk: notifications and change signals", () => {
     expect(await ann.notificationSignal({ etag: signal.etag ?? "" })).toEqual({ notModified: true, etag: signal.etag });
     expect(await ann.markNotifications({ seen: [newest?.id ?? ""] })).toEqual({ unseen: 1, unread: 2 });
     expect(await server.markNotifications({ read: true, owner: "ann" })).toEqual({ unseen: 0, unread: 0 });
-    expect(await server.notificationSignal({ owner: "ann", etag: signal.etag ?? "" })).toMatchObject({ notModified: false, body: { unseen: 0, unread: 0 } });
+    const marked = await server.notificationSignal({ owner: "ann", etag: signal.etag ?? "" });
+    expect(marked).toMatchObject({ notModified: false, body: { unseen: 0, unread: 0 } });
 
     const member = operatorClient((await newOperator(t.id, "member")).token);
     const live = await member.signal();
-    expect(live).toEqual({ notModified: false, etag: expect.any(String), body: { version: expect.any(Number), counts: { activities: 0, users: 1, webhook_events: 0 } } });
+    const counts = { activities: 0, users: 1, webhook_events: 0 };
+    expect(live).toEqual({ notModified: false, etag: expect.any(String), body: { version: expect.any(Number), counts } });
     expect(await member.signal({ etag: live.etag ?? "" })).toEqual({ notModified: true, etag: live.etag });
     expect(await member.queueDepth("webhooks")).toEqual({ queue: "webhooks", pending: expect.any(Number), dlq_depth: expect.any(Number) });
   });

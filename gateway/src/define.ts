@@ -2,17 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { CallOptions } from "@connectrpc/connect";
 import { forbidden, scope, workScope } from "@feeds/kit";
+import { openApiSchema, type AuthKind, type ResponseSchemas } from "@feeds/sdk";
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
 import { parse } from "./http.js";
 import type { Clients } from "@feeds/kit";
 
-/**
- * Who may call a route. tenant: server or user token; server / user: that kind only;
- * operator: any operator session; member: owner or member of a tenant (staff 403);
- * owner: tenant owner only; staff: platform staff only (/admin).
- */
-export type AuthKind = "none" | "tenant" | "server" | "user" | "operator" | "member" | "owner" | "staff";
+/** Who may call a route (the SDK's route table uses the same kinds). */
+export type { AuthKind };
 
 export interface RouteCtx<P, Q, B> {
   req: FastifyRequest;
@@ -39,6 +36,11 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   batch?: boolean;
   /** Status of a successful answer (default 200); the handler may still set another. */
   status?: number;
+  /**
+   * The body of each successful answer, by status (null: no body), from the SDK's response
+   * schemas: documented in /openapi.json, not checked at run time.
+   */
+  response?: ResponseSchemas;
   handler(ctx: RouteCtx<P, Q, B>): Promise<unknown>;
 }
 
@@ -125,13 +127,32 @@ export type RouteTable = ReturnType<typeof createRouteTable>;
 /** The `next` of a page request: `next` wins over its deprecated alias `cursor`. */
 export const cursorOf = (q: { next?: string | undefined; cursor?: string | undefined }) => q.next ?? q.cursor ?? "";
 
+const statusText: Record<number, string> = {
+  200: "OK",
+  201: "Created",
+  202: "Accepted",
+  204: "No Content",
+  304: "Not Modified (If-None-Match held the current ETag)",
+  503: "Not ready",
+};
+
+/** The `responses` of an operation: each success status with its body, and the error envelope. */
+function responsesOf(s: RouteSpec<never, never, never>) {
+  const out: Record<string, unknown> = {};
+  for (const [status, schema] of Object.entries(s.response ?? { [s.status ?? 200]: undefined })) {
+    const description = statusText[Number(status)] ?? "success";
+    out[status] = schema ? { description, content: { "application/json": { schema: openApiSchema(schema, "output") } } } : { description };
+  }
+  out["default"] = { description: "error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } };
+  return out;
+}
+
 /** OpenAPI 3 document of every registered route. */
 export function openApiDocument(specs: RouteSpec<never, never, never>[], version: string) {
   const paths: Record<string, Record<string, unknown>> = {};
   // The document declares 3.0: its schemas must be 3.0 Schema Objects (nullable, boolean
   // exclusiveMinimum, no $schema or const), not zod's default JSON Schema 2020-12.
-  const schemaOf = (s: z.ZodType | undefined) =>
-    s ? z.toJSONSchema(s, { target: "openapi-3.0", io: "input", unrepresentable: "any" }) : undefined;
+  const schemaOf = (s: z.ZodType | undefined) => (s ? openApiSchema(s, "input") : undefined);
   for (const s of specs) {
     const path = s.url.replace(/:([A-Za-z_]+)/g, "{$1}");
     const parameters: unknown[] = [];
@@ -141,15 +162,8 @@ export function openApiDocument(specs: RouteSpec<never, never, never>[], version
         parameters.push({ name, in: where, required: where === "path" || (js?.required ?? []).includes(name), schema: p });
       }
     }
-    const op: Record<string, unknown> = {
-      summary: s.summary,
-      tags: s.tags,
-      parameters,
-      responses: {
-        [String(s.status ?? 200)]: { description: "success" },
-        default: { description: "error", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } },
-      },
-    };
+    // x-auth: who may call it (the AuthKind), so the SDK's route table can be checked against it.
+    const op: Record<string, unknown> = { summary: s.summary, tags: s.tags, "x-auth": s.auth, parameters, responses: responsesOf(s) };
     if (s.auth !== "none") op.security = [{ bearer: [] }];
     if (s.body) op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(s.body) } } };
     (paths[path] ??= {})[s.method.toLowerCase()] = op;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { groupString, idString, pageQuery } from "./schemas.js";
+import { groupPattern, groupString, idPattern, idString, pageQuery } from "./schemas.js";
 import { patchPathIssues } from "./schemas-patch.js";
 
 // Request schemas of the activity and feed routes (interface section 4, contract sections 2 and 4).
@@ -98,3 +98,30 @@ export const patchActivityBody = z
     }
   });
 export type PatchActivityBody = z.infer<typeof patchActivityBody>;
+
+/** `POST /v1/batch/activities`: 400 only for the list itself; each item is checked on its own. */
+export const batchActivitiesBody = z.object({
+  activities: z.array(z.looseObject({})).min(1, "at least 1 item").max(100, "at most 100 items"),
+});
+
+/**
+ * One item of a batch import of activities: the destination feed ref and an add-activity body
+ * whose `actor` is required (batch routes are server-only). An item that fails this fails alone;
+ * the feed service checks the rest of each activity.
+ */
+export const batchActivityItem = z.object({
+  feed: z.string().refine((f) => {
+    const i = f.indexOf(":");
+    return i > 0 && groupPattern.test(f.slice(0, i)) && idPattern.test(f.slice(i + 1));
+  }, "must be group:id"),
+  activity: z.object({
+    actor: z.string(),
+    verb: z.string(),
+    object: z.string(),
+    target: z.string().optional(),
+    foreign_id: z.string().optional(),
+    time: z.iso.datetime({ offset: true }).optional(),
+    custom: z.record(z.string(), z.unknown()).default({}),
+    refs: z.array(z.string()).default([]),
+  }),
+});

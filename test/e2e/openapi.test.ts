@@ -53,4 +53,30 @@ describe("the published OpenAPI document", () => {
     expect(put.requestBody.content["application/json"].schema.type).toBe("object");
     expect(doc.paths["/v1/objects/{type}/{id}"].patch.requestBody).toBeDefined();
   });
+
+  it("documents every route's answers: a schema for each success status with a body, none for 204 and 304", async () => {
+    const doc = (await http("GET", "/openapi.json")).body;
+    const react = doc.paths["/v1/activities/{id}/reactions"].post.responses;
+    expect(Object.keys(react).sort()).toEqual(["200", "201", "default"]);
+    expect(react["201"].content["application/json"].schema).toMatchObject({
+      type: "object",
+      required: ["id", "activity_id", "user_id", "kind", "created_at"],
+      properties: { id: { type: "string", format: "uuid" }, created_at: { type: "string", format: "date-time" } },
+    });
+    expect(doc.paths["/v1/comments/{id}"].delete.responses["204"]).toEqual({ description: "No Content" });
+    expect(doc.paths["/v1/notifications/signal"].get.responses["304"]).not.toHaveProperty("content");
+    const unread = doc.paths["/v1/notifications"].get.responses["200"].content["application/json"].schema;
+    expect(unread.required).toEqual(["results", "next", "unseen", "unread"]);
+    expect(unread.properties.results.items.properties.seen_at).toMatchObject({ type: "string", format: "date-time", nullable: true });
+    const undescribed: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, any> }>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        for (const [status, answer] of Object.entries(op.responses)) {
+          const bodiless = status === "204" || status === "304";
+          if (status !== "default" && bodiless === (answer.content !== undefined)) undescribed.push(`${method} ${path} ${status}`);
+        }
+      }
+    }
+    expect(undescribed).toEqual([]);
+  });
 });

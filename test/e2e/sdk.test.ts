@@ -1,4 +1,4 @@
-import { describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it, vi } from "vitest";
 import {
   FeedsApiError,
   OperatorClient,
@@ -14,7 +14,9 @@ import { PASSWORD, http, newIp, newOperator, newTenant, staffToken, uniqueEmail,
 
 // Every SDK method whose route exists, called through ServerClient / UserClient / OperatorClient
 // against the running system: the typed answer is the route's answer, and failures are
-// FeedsApiError with the envelope's code, status, requestId and fields.
+// FeedsApiError with the envelope's code, status, requestId and fields. The clients check every
+// answer against its route's response schema (validateResponses): a field missing, mistyped or
+// not in the schema fails the call.
 
 const baseUrl = () => inject("baseUrl");
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -32,7 +34,7 @@ interface SdkTenant {
 /** A fresh tenant with an SDK server client and a factory of SDK user clients. */
 async function sdkTenant(opts: { rate_limit_per_minute?: number } = {}): Promise<SdkTenant> {
   const t = await newTenant(opts);
-  const creds = { baseUrl: baseUrl(), apiKey: t.apiKey, apiSecret: t.apiSecret };
+  const creds = { baseUrl: baseUrl(), apiKey: t.apiKey, apiSecret: t.apiSecret, validateResponses: true };
   return {
     t,
     server: new ServerClient(creds),
@@ -42,7 +44,7 @@ async function sdkTenant(opts: { rate_limit_per_minute?: number } = {}): Promise
 
 /** An operator client whose logins come from an address of their own (login limits are per address). */
 const operatorClient = (token?: string) =>
-  new OperatorClient({ baseUrl: baseUrl(), headers: { "x-forwarded-for": newIp() }, ...(token ? { token } : {}) });
+  new OperatorClient({ baseUrl: baseUrl(), headers: { "x-forwarded-for": newIp() }, validateResponses: true, ...(token ? { token } : {}) });
 
 /** The FeedsApiError a call rejects with (fails the test when it resolves or throws anything else). */
 async function apiError(promise: Promise<unknown>): Promise<FeedsApiError> {
@@ -100,6 +102,51 @@ describe("sdk: health and monitoring", () => {
     expect(rec.seen.every((s) => s.token === undefined && s.status === 200)).toBe(true);
     // An unknown queue is a FeedsApiError like any other.
     expect(await apiError(server.queueDepth("nope" as "fanout"))).toMatchObject({ code: "VALIDATION_FAILED", status: 400 });
+  });
+});
+
+describe("sdk: notifications and change signals", () => {
+  it("notifications, markNotifications, notificationSignal; the console's signal; queueDepth of the webhooks queue", async () => {
+    const { t, server, user } = await sdkTenant();
+    const ann = user("ann");
+    await server.upsertUser("ann", { name: "Ann" });
+    await server.follow("timeline:bob", "user:ann");
+    await server.follow("timeline:cat", "user:ann");
+    const page = await vi.waitFor(
+      async () => {
+        const p = await ann.notifications();
+        expect(p.results).toHaveLength(2);
+        return p;
+      },
+      { timeout: 15_000, interval: 100 },
+    );
+    const follow = { id: anId, verb: "follow", object: "user:ann", reaction_kind: null, activity_id: null, created_at: ISO };
+    const unseen = { ...follow, seen_at: null, read_at: null };
+    expect(page).toEqual({
+      results: [{ ...unseen, actor: "user:cat", actor_user: null }, { ...unseen, actor: "user:bob", actor_user: null }],
+      next: null,
+      unseen: 2,
+      unread: 2,
+    });
+    const [newest, oldest] = page.results;
+    const firstPage = await server.notifications({ owner: "ann", limit: 1 });
+    expect(firstPage).toMatchObject({ results: [newest], next: expect.any(String), unseen: 2, unread: 2 });
+    expect(await server.notifications({ owner: "ann", next: firstPage.next })).toMatchObject({ results: [oldest], next: null });
+
+    const signal = await ann.notificationSignal();
+    expect(signal).toEqual({ notModified: false, etag: expect.any(String), body: { unseen: 2, unread: 2, version: expect.any(Number) } });
+    expect(await ann.notificationSignal({ etag: signal.etag ?? "" })).toEqual({ notModified: true, etag: signal.etag });
+    expect(await ann.markNotifications({ seen: [newest?.id ?? ""] })).toEqual({ unseen: 1, unread: 2 });
+    expect(await server.markNotifications({ read: true, owner: "ann" })).toEqual({ unseen: 0, unread: 0 });
+    const marked = await server.notificationSignal({ owner: "ann", etag: signal.etag ?? "" });
+    expect(marked).toMatchObject({ notModified: false, body: { unseen: 0, unread: 0 } });
+
+    const member = operatorClient((await newOperator(t.id, "member")).token);
+    const live = await member.signal();
+    const counts = { activities: 0, users: 1, webhook_events: 0 };
+    expect(live).toEqual({ notModified: false, etag: expect.any(String), body: { version: expect.any(Number), counts } });
+    expect(await member.signal({ etag: live.etag ?? "" })).toEqual({ notModified: true, etag: live.etag });
+    expect(await member.queueDepth("webhooks")).toEqual({ queue: "webhooks", pending: expect.any(Number), dlq_depth: expect.any(Number) });
   });
 });
 

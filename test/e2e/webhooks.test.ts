@@ -110,8 +110,8 @@ describe("webhook destinations", () => {
 describe("the SDK's webhook methods", () => {
   it("createWebhook, listWebhooks, deleteWebhook; webhookDestinations, sendTestWebhook, webhookEvents", async () => {
     const t = await newTenant();
-    const server = new ServerClient({ baseUrl: baseUrl(), apiKey: t.apiKey, apiSecret: t.apiSecret });
-    const op = new OperatorClient({ baseUrl: baseUrl(), headers: { "x-forwarded-for": newIp() }, token: await operatorOf(t) });
+    const server = new ServerClient({ baseUrl: baseUrl(), apiKey: t.apiKey, apiSecret: t.apiSecret, validateResponses: true });
+    const op = new OperatorClient({ baseUrl: baseUrl(), headers: { "x-forwarded-for": newIp() }, token: await operatorOf(t), validateResponses: true });
     const created = await server.createWebhook({ url: receiver.url("/sdk"), events: ["webhook.test"] });
     receiver.secret("/sdk", created.signing_secret);
     expect(created.destination.events).toEqual(["webhook.test"]);

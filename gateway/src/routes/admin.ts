@@ -1,6 +1,17 @@
 import { isoOf, queueDepth, queueNames, scope, type Nats } from "@feeds/kit";
 import { TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
-import { createTenantBody, inviteBody, pageQuery, tenantIdParams } from "@feeds/sdk";
+import {
+  adminQueuesSchema,
+  adminTenantPage,
+  adminTenantSchema,
+  createdTenantSchema,
+  createTenantBody,
+  inviteBody,
+  inviteResultSchema,
+  pageQuery,
+  secretSchema,
+  tenantIdParams,
+} from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import { page, teammateJson, tenantJson } from "../json.js";
@@ -17,6 +28,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     summary: "List tenants, newest first",
     tags,
     query: pageQuery,
+    response: { 200: adminTenantPage },
     async handler({ query, call }) {
       const res = await clients.tenancy.listTenants({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
       return page(res.tenants.map(tenantJson), res.next);
@@ -31,6 +43,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     summary: "Create a tenant (answers its api_secret once)",
     tags,
     body: createTenantBody,
+    response: { 201: createdTenantSchema },
     async handler({ body, call }) {
       const res = await clients.tenancy.createTenant(
         { name: body.name, rateLimitPerMinute: body.rate_limit_per_minute ?? 0 },
@@ -47,6 +60,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     summary: "Read a tenant (never its api_secret)",
     tags,
     params: tenantIdParams,
+    response: { 200: adminTenantSchema },
     async handler({ params, call }) {
       return tenantJson((await clients.tenancy.getTenant({ id: params.id }, call)).tenant);
     },
@@ -63,6 +77,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
       summary: `${action === "suspend" ? "Suspend" : "Reactivate"} a tenant (next request, every replica)`,
       tags,
       params: tenantIdParams,
+      response: { 200: adminTenantSchema },
       async handler({ params, call }) {
         return tenantJson((await clients.tenancy.setTenantStatus({ id: params.id, status }, call)).tenant);
       },
@@ -76,6 +91,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     summary: "Rotate a tenant's api secret",
     tags,
     params: tenantIdParams,
+    response: { 200: secretSchema },
     async handler({ params, call }) {
       return { api_secret: (await clients.tenancy.rotateSecret({ id: params.id }, call)).apiSecret };
     },
@@ -90,6 +106,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     tags,
     params: tenantIdParams,
     body: inviteBody,
+    response: { 201: inviteResultSchema },
     async handler({ params, body, req, operator }) {
       // The tenant must exist; the operator is created on it by platform staff.
       const call = scope({
@@ -109,6 +126,7 @@ export function adminRoutes(r: RouteTable, clients: Pick<Clients, "tenancy" | "o
     auth: "staff",
     summary: "Aggregated queue health",
     tags,
+    response: { 200: adminQueuesSchema },
     async handler() {
       return { queues: await Promise.all(queueNames.map((q) => queueDepth(nats, q))) };
     },

@@ -1,36 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { z } from "zod";
 import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/feed";
-import { groupPattern, idPattern } from "@feeds/sdk";
+import { batchActivitiesBody, batchActivityItem, batchResultSchema } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
 
-const envelope = z.object({
-  activities: z.array(z.looseObject({})).min(1, "at least 1 item").max(100, "at most 100 items"),
-});
-
-const item = z.object({
-  feed: z.string().refine((f) => {
-    const i = f.indexOf(":");
-    return i > 0 && groupPattern.test(f.slice(0, i)) && idPattern.test(f.slice(i + 1));
-  }, "must be group:id"),
-  activity: z.object({
-    actor: z.string(),
-    verb: z.string(),
-    object: z.string(),
-    target: z.string().optional(),
-    foreign_id: z.string().optional(),
-    time: z.iso.datetime({ offset: true }).optional(),
-    custom: z.record(z.string(), z.unknown()).default({}),
-    refs: z.array(z.string()).default([]),
-  }),
-});
-
 /** Item JSON → the service's import item; null when the item's shape is wrong. */
 function toImportItem(raw: unknown): ImportItem | null {
-  const r = item.safeParse(raw);
+  const r = batchActivityItem.safeParse(raw);
   if (!r.success) return null;
   const { feed, activity: a } = r.data;
   const i = feed.indexOf(":");
@@ -58,7 +36,8 @@ export function batchActivityRoutes(r: RouteTable, clients: Pick<Clients, "feed"
     batch: true,
     summary: "Batch import activities (idempotent with foreign_id and time)",
     tags: ["batch"],
-    body: envelope,
+    body: batchActivitiesBody,
+    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(body.activities, toImportItem, async (items) => (await clients.feed.importActivities({ items }, call)).results, {
         withId: true,

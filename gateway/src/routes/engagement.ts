@@ -4,12 +4,17 @@ import {
   actingUserQuery,
   addCommentBody,
   blocklistBody,
+  blocklistSchema,
   commentsQuery,
   editCommentBody,
   engagementIdParams,
   isEngagementId,
   reactBody,
+  reactionPage,
+  reactionSchema,
   reactionsQuery,
+  replyPage,
+  replySchema,
   unreactParams,
 } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
@@ -53,6 +58,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     body: reactBody,
+    response: { 201: reactionSchema, 200: reactionSchema },
     async handler({ params, body, call, reply }) {
       const res = await engagement.react({ activityId: idOf(params.id, "activity"), kind: body.kind, userId: body.user_id ?? "" }, call);
       reply.code(res.created ? 201 : 200);
@@ -68,6 +74,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     query: reactionsQuery,
+    response: { 200: reactionPage },
     async handler({ params, query, call }) {
       const res = await engagement.listReactions(
         { activityId: idOf(params.id, "activity"), kind: query.kind ?? "", page: { limit: query.limit, cursor: cursorOf(query) } },
@@ -86,6 +93,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: unreactParams,
     query: actingUserQuery,
+    response: { 204: null },
     async handler({ params, query, call }) {
       await engagement.unreact({ activityId: idOf(params.id, "activity"), kind: params.kind, userId: query.user_id ?? "" }, call);
       return undefined;
@@ -100,6 +108,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     summary: "Remove a reaction by id (compatibility route; user tokens only their own)",
     tags,
     params: engagementIdParams,
+    response: { 204: null },
     async handler({ params, call }) {
       await engagement.deleteReaction({ id: idOf(params.id, "reaction") }, call);
       return undefined;
@@ -115,6 +124,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     body: addCommentBody,
+    response: { 201: replySchema },
     async handler({ params, body, call }) {
       const res = await engagement.addComment(
         { activityId: idOf(params.id, "activity"), text: body.text, parentId: body.parent_id?.toLowerCase() ?? "", userId: body.user_id ?? "" },
@@ -132,6 +142,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     query: commentsQuery,
+    response: { 200: replyPage },
     async handler({ params, query, call }) {
       const res = await engagement.listComments({ activityId: idOf(params.id, "activity"), page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return page(res.comments.map(replyJson), res.next);
@@ -146,6 +157,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     query: commentsQuery,
+    response: { 200: replyPage },
     async handler({ params, query, call }) {
       const res = await engagement.listReplies({ commentId: idOf(params.id, "comment"), page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return page(res.replies.map(replyJson), res.next);
@@ -160,6 +172,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     body: editCommentBody,
+    response: { 200: replySchema },
     async handler({ params, body, call }) {
       const res = await engagement.editComment({ id: idOf(params.id, "comment"), text: body.text, userId: body.user_id ?? "" }, call);
       return replyJson(res.comment);
@@ -175,6 +188,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     tags,
     params: engagementIdParams,
     query: actingUserQuery,
+    response: { 204: null },
     async handler({ params, query, call }) {
       await engagement.deleteComment({ id: idOf(params.id, "comment"), userId: query.user_id ?? "" }, call);
       return undefined;
@@ -188,6 +202,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     summary: "Replace the comment blocklist (whole words, case-insensitive; comments, replies and edits holding one answer 422)",
     tags: ["moderation"],
     body: blocklistBody,
+    response: { 200: blocklistSchema },
     async handler({ body, call }) {
       return { terms: (await engagement.setBlocklist({ terms: body.terms }, call)).terms };
     },
@@ -199,6 +214,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     auth: "server",
     summary: "The comment blocklist as stored (trimmed, lower-cased, sorted)",
     tags: ["moderation"],
+    response: { 200: blocklistSchema },
     async handler({ call }) {
       return { terms: (await engagement.getBlocklist({}, call)).terms };
     },

@@ -1,9 +1,14 @@
 import { forbidden, notFound, toTimestamp, validationFailed } from "@feeds/kit";
 import {
   activityIdParams,
+  activitySchema,
   addActivityBody,
+  addedActivitySchema,
   feedPageQuery,
+  feedPageSchema,
   feedParams,
+  feedSignalSchema,
+  inspectorActivityPage,
   isActivityId,
   patchActivityBody,
 } from "@feeds/sdk";
@@ -45,6 +50,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     tags,
     params: feedParams,
     body: addActivityBody,
+    response: { 201: addedActivitySchema },
     async handler({ params, body, tenant, call }) {
       let actor: string;
       let time = body.time ? new Date(body.time) : undefined;
@@ -86,6 +92,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     tags,
     params: feedParams,
     query: feedPageQuery,
+    response: { 200: feedPageSchema },
     async handler({ params, query, tenant, call }) {
       return feedPage(clients, call, params, query, viewerOf(tenant));
     },
@@ -98,6 +105,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     summary: "Cheap change signal for a feed (ETag; If-None-Match answers 304)",
     tags,
     params: feedParams,
+    response: { 200: feedSignalSchema, 304: null },
     async handler({ req, reply, params, call }) {
       const res = await clients.feed.getSignal({ feed: { group: params.group, id: params.id } }, call);
       const etag = `"${res.version}"`;
@@ -117,6 +125,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     summary: "Read one activity (404 when missing or deleted)",
     tags,
     params: activityIdParams,
+    response: { 200: activitySchema },
     async handler({ params, tenant, call }) {
       const res = await clients.feed.getActivity({ id: activityId(params.id) }, call);
       return enrichOne(clients, call, res.activity, viewerOf(tenant));
@@ -131,6 +140,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     tags,
     params: activityIdParams,
     body: patchActivityBody,
+    response: { 200: activitySchema },
     async handler({ params, body, tenant, call }) {
       const res = await clients.feed.patchActivity(
         {
@@ -154,6 +164,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     summary: "Soft delete an activity (user tokens only their own)",
     tags,
     params: activityIdParams,
+    response: { 204: null },
     async handler({ params, call }) {
       await clients.feed.deleteActivity({ id: activityId(params.id) }, call);
       return undefined;
@@ -168,6 +179,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     tags: ["operator"],
     params: feedParams,
     query: feedPageQuery,
+    response: { 200: feedPageSchema },
     async handler({ params, query, call }) {
       return feedPage(clients, call, params, query, operatorViewer);
     },
@@ -180,6 +192,7 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     summary: "Inspector: every activity of the tenant, tombstones included (time desc, id desc)",
     tags: ["operator"],
     query: feedPageQuery,
+    response: { 200: inspectorActivityPage },
     async handler({ query, call }) {
       const res = await clients.feed.listActivities({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       const { results } = await enrich(clients, call, res.activities, { ...operatorViewer, deletedAt: true });

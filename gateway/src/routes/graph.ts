@@ -3,10 +3,15 @@ import type { Follow } from "@feeds/proto/feeds/graph/v1/graph";
 import {
   batchFollowItem,
   batchFollowsBody,
+  batchResultSchema,
   followBody,
+  followPage,
+  followSchema,
+  followStatsSchema,
   graphFeedParams,
   pageQuery,
   suggestionsQuery,
+  suggestionsSchema,
   unfollowParams,
   unfollowQuery,
 } from "@feeds/sdk";
@@ -37,6 +42,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     tags,
     params: graphFeedParams,
     body: followBody,
+    response: { 201: followSchema, 200: followSchema },
     async handler({ params, body, call, reply }) {
       const source = { group: params.group, id: params.id };
       // The graph records the history copy with the edge and completes it from its outbox.
@@ -55,6 +61,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     tags,
     params: unfollowParams,
     query: unfollowQuery,
+    response: { 204: null },
     async handler({ params, query, call }) {
       const source = { group: params.group, id: params.id };
       const target = { group: params.target_group, id: params.target_id };
@@ -79,6 +86,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
       tags: readTags,
       params: graphFeedParams,
       query: pageQuery,
+      response: { 200: followPage },
       async handler({ params, query, call }) {
         const res = await clients.graph.listFollows({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
         return page(res.follows.map(followJson), res.next);
@@ -93,6 +101,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
       tags: readTags,
       params: graphFeedParams,
       query: pageQuery,
+      response: { 200: followPage },
       async handler({ params, query, call }) {
         const res = await clients.graph.listFollowers({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
         return page(res.follows.map(followJson), res.next);
@@ -106,6 +115,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
       summary: `${who}Follower and following counts of a feed`,
       tags: readTags,
       params: graphFeedParams,
+      response: { 200: followStatsSchema },
       async handler({ params, call }) {
         const res = await clients.graph.getStats({ feed: params }, call);
         return {
@@ -125,6 +135,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     tags,
     params: graphFeedParams,
     query: suggestionsQuery,
+    response: { 200: suggestionsSchema },
     async handler({ params, query, call }) {
       const res = await clients.graph.suggestions({ feed: params, limit: query.limit ?? 25 }, call);
       return { results: res.suggestions.map((s) => ({ group: s.group, id: s.id, mutuals: Number(s.mutuals) })) };
@@ -139,6 +150,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     summary: "Batch import follows (quiet; a duplicate edge is ok)",
     tags: ["batch"],
     body: batchFollowsBody,
+    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(
         body.follows,

@@ -1,6 +1,6 @@
 import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
 import { createWorkerBeats, queueDepth, serviceNames, workerNames, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
-import { queueParams } from "@feeds/sdk";
+import { healthSchema, queueDepthSchema, queueParams, readinessSchema } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 
@@ -62,6 +62,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     auth: "none",
     summary: "Liveness and the running build",
     tags,
+    response: { 200: healthSchema },
     async handler() {
       return { status: "ok", version: config.BUILD_VERSION };
     },
@@ -73,6 +74,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     auth: "none",
     summary: "Readiness of every dependency (503 naming the failing one)",
     tags,
+    response: { 200: readinessSchema, 503: readinessSchema },
     async handler({ reply }) {
       const results = await runAll(checks);
       if (results.every((c) => c.ok || (c.name !== "nats" && c.name !== "redis"))) results.push(...(await runAll(workerChecks)));
@@ -89,6 +91,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     summary: "Work-queue and dead-letter depth (fanout, notify or webhooks)",
     tags,
     params: queueParams,
+    response: { 200: queueDepthSchema },
     async handler({ params }) {
       return within(ms, queueDepth(deps.nats, params.queue));
     },

@@ -1,6 +1,13 @@
 import { isoOf } from "@feeds/kit";
 import type { Notification } from "@feeds/proto/feeds/notification/v1/notification";
-import { markNotificationsBody, notificationPageQuery, notificationSignalQuery } from "@feeds/sdk";
+import {
+  markNotificationsBody,
+  notificationCountsSchema,
+  notificationPageQuery,
+  notificationPageSchema,
+  notificationSignalQuery,
+  notificationSignalSchema,
+} from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
 import type { Clients } from "@feeds/kit";
@@ -37,6 +44,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
     summary: "The notification feed, newest first, with unseen and unread counts (owner: server tokens only)",
     tags,
     query: notificationPageQuery,
+    response: { 200: notificationPageSchema },
     async handler({ query, call }) {
       const res = await clients.notification.listNotifications(
         { page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" },
@@ -58,6 +66,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
     summary: "Mark notifications seen and/or read (true: all; or ids; read implies seen); answers the fresh counts",
     tags,
     body: markNotificationsBody,
+    response: { 200: notificationCountsSchema },
     async handler({ body, call }) {
       const res = await clients.notification.markNotifications(
         { seen: selection(body.seen), read: selection(body.read), owner: body.owner ?? "" },
@@ -74,6 +83,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
     summary: "Cheap change signal for the notification feed (ETag; If-None-Match answers 304)",
     tags,
     query: notificationSignalQuery,
+    response: { 200: notificationSignalSchema, 304: null },
     async handler({ req, reply, query, call }) {
       const res = await clients.notification.getNotificationSignal({ owner: query.owner ?? "" }, call);
       const body = { unseen: Number(res.unseen), unread: Number(res.unread), version: Number(res.version) };

@@ -2,9 +2,13 @@ import { internal, isoOf, validationFailed } from "@feeds/kit";
 import {
   batchObjectItem,
   batchObjectsBody,
+  batchResultSchema,
   bulkObjectsBody,
+  bulkObjectsSchema,
+  feedObjectSchema,
   objectParams,
   objectRefsQuery,
+  objectsByRefSchema,
   patchObjectBody,
   putObjectBody,
 } from "@feeds/sdk";
@@ -31,6 +35,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     tags,
     params: objectParams,
     body: putObjectBody,
+    response: { 201: feedObjectSchema, 200: feedObjectSchema },
     async handler({ params, body, call, reply }) {
       const res = await clients.catalog.putObject({ type: params.type, id: params.id, customJson: JSON.stringify(body.custom) }, call);
       reply.code(res.created ? 201 : 200);
@@ -45,6 +50,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     summary: "Read one object",
     tags,
     params: objectParams,
+    response: { 200: feedObjectSchema },
     async handler({ params, call }) {
       const res = await clients.catalog.getObject(refOf(params), call);
       return objectJson(res.object);
@@ -59,6 +65,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     tags,
     params: objectParams,
     body: patchObjectBody,
+    response: { 200: feedObjectSchema },
     async handler({ params, body, call }) {
       const res = await clients.catalog.patchObject(
         { ...refOf(params), setJson: JSON.stringify(body.set ?? {}), unset: body.unset ?? [] },
@@ -76,6 +83,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     summary: "Delete an object",
     tags,
     params: objectParams,
+    response: { 204: null },
     async handler({ params, call }) {
       await clients.catalog.deleteObject(refOf(params), call);
     },
@@ -88,6 +96,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     summary: "Read many objects by ref (`refs=a:1,b:2`, at most 100); missing refs are absent",
     tags,
     query: objectRefsQuery,
+    response: { 200: objectsByRefSchema },
     async handler({ query, call }) {
       const res = await clients.catalog.getObjects({ refs: query.refs }, call);
       const objects: Record<string, ReturnType<typeof objectJson>> = {};
@@ -103,6 +112,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     summary: "Create or replace 1 to 100 objects (every item validated; answers them in order)",
     tags,
     body: bulkObjectsBody,
+    response: { 200: bulkObjectsSchema },
     async handler({ body, call }) {
       const res = await clients.catalog.bulkPutObjects(
         { objects: body.objects.map((o) => ({ type: o.type, id: o.id, customJson: JSON.stringify(o.custom) })) },
@@ -128,6 +138,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     summary: "Batch import objects (idempotent upsert)",
     tags: ["batch"],
     body: batchObjectsBody,
+    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(
         body.objects,

@@ -1,7 +1,23 @@
 import { createHash } from "node:crypto";
 import { rateLimited, unauthenticated, isoOf, type Config } from "@feeds/kit";
 import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
-import { acceptInviteBody, inviteBody, loginBody, operatorIdParams, pageQuery, roleBody } from "@feeds/sdk";
+import {
+  acceptInviteBody,
+  inviteBody,
+  inviteResultSchema,
+  loginBody,
+  operatorIdParams,
+  operatorSchema,
+  operatorSessionSchema,
+  operatorSignalSchema,
+  pageQuery,
+  roleBody,
+  secretSchema,
+  teammatePage,
+  teammateSchema,
+  tenantSchema,
+  userListPage,
+} from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import type { RateLimiter } from "../rate-limit.js";
@@ -36,6 +52,7 @@ export function operatorRoutes(
     auth: "member",
     summary: "Cheap change signal for the console's live tables (ETag; If-None-Match answers 304)",
     tags,
+    response: { 200: operatorSignalSchema, 304: null },
     async handler({ req, reply, call }) {
       // Each service answers its own count and version from Redis: no database query per call.
       const [activities, users, events] = await Promise.all([
@@ -63,6 +80,7 @@ export function operatorRoutes(
     summary: "Log in (all credential failures answer one identical 401)",
     tags,
     body: loginBody,
+    response: { 200: operatorSessionSchema },
     async handler({ req, body, call }) {
       await limitAttempts("login", req.ip, body.email.trim().toLowerCase());
       const res = await clients.operators.login({ email: body.email, password: body.password }, call);
@@ -77,6 +95,7 @@ export function operatorRoutes(
     summary: "Accept an invite (single use) and set a password",
     tags,
     body: acceptInviteBody,
+    response: { 200: operatorSessionSchema },
     async handler({ req, body, call }) {
       await limitAttempts("invite", req.ip, body.token);
       const res = await clients.operators.acceptInvite({ token: body.token, password: body.password }, call);
@@ -91,6 +110,7 @@ export function operatorRoutes(
     status: 204,
     summary: "End the calling session",
     tags,
+    response: { 204: null },
     async handler({ operator, call }) {
       await clients.operators.logout({ token: operator?.token ?? "" }, call);
       return undefined;
@@ -103,6 +123,7 @@ export function operatorRoutes(
     auth: "operator",
     summary: "The calling operator",
     tags,
+    response: { 200: operatorSchema },
     async handler({ operator }) {
       return operatorJson(operator?.operator);
     },
@@ -114,6 +135,7 @@ export function operatorRoutes(
     auth: "member",
     summary: "The operator's own tenant",
     tags,
+    response: { 200: tenantSchema },
     async handler({ operator, call }) {
       const res = await clients.tenancy.getTenant({ id: operator?.operator.tenantId ?? "" }, call);
       const t = tenantJson(res.tenant);
@@ -127,6 +149,7 @@ export function operatorRoutes(
     auth: "owner",
     summary: "Rotate the tenant's api secret (the old one stops at once)",
     tags,
+    response: { 200: secretSchema },
     async handler({ operator, call }) {
       const res = await clients.tenancy.rotateSecret({ id: operator?.operator.tenantId ?? "" }, call);
       return { api_secret: res.apiSecret };
@@ -140,6 +163,7 @@ export function operatorRoutes(
     summary: "Operators on the caller's tenant",
     tags,
     query: pageQuery,
+    response: { 200: teammatePage },
     async handler({ query, call }) {
       const res = await clients.operators.listTeam({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
       return page(res.operators.map(teammateJson), res.next);
@@ -154,6 +178,7 @@ export function operatorRoutes(
     summary: "Invite a teammate (owner)",
     tags,
     body: inviteBody,
+    response: { 201: inviteResultSchema },
     async handler({ body, call }) {
       const res = await clients.operators.createInvite({ email: body.email, name: body.name, role: roleOf(body.role) }, call);
       return { teammate: teammateJson(res.operator), invite_token: res.inviteToken, expires_at: isoOf(res.expiresAt) };
@@ -168,6 +193,7 @@ export function operatorRoutes(
     tags,
     params: operatorIdParams,
     body: roleBody,
+    response: { 200: teammateSchema },
     async handler({ params, body, call }) {
       const res = await clients.operators.changeRole({ operatorId: params.id, role: roleOf(body.role) }, call);
       return teammateJson(res.operator);
@@ -185,6 +211,7 @@ export function operatorRoutes(
       summary: `${action === "disable" ? "Disable" : "Re-enable"} a teammate (owner)`,
       tags,
       params: operatorIdParams,
+      response: { 200: teammateSchema },
       async handler({ params, call }) {
         const res = await clients.operators.setOperatorStatus({ operatorId: params.id, status }, call);
         return teammateJson(res.operator);
@@ -199,6 +226,7 @@ export function operatorRoutes(
     summary: "Inspector: the tenant's users, newest first",
     tags,
     query: pageQuery,
+    response: { 200: userListPage },
     async handler({ query, call }) {
       const res = await clients.users.listUsers({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
       return page(res.users.map(userListJson), res.next);

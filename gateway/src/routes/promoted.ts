@@ -1,5 +1,12 @@
 import { notFound } from "@feeds/kit";
-import { createPromotedBody, isPromotedId, promotedIdParams, promotedPageQuery } from "@feeds/sdk";
+import {
+  createPromotedBody,
+  isPromotedId,
+  promotedIdParams,
+  promotedPageQuery,
+  promotedRecordPage,
+  promotedRecordSchema,
+} from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
@@ -17,6 +24,7 @@ export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">
     summary: "Create a promoted activity (delivered beside first-page feed reads, never fanned out)",
     tags,
     body: createPromotedBody,
+    response: { 201: promotedRecordSchema },
     async handler({ body, call }) {
       const res = await clients.promoted.createPromoted(
         {
@@ -40,6 +48,7 @@ export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">
     summary: "List the tenant's promoted activities, newest first, retracted ones included, with served_count",
     tags,
     query: promotedPageQuery,
+    response: { 200: promotedRecordPage },
     async handler({ query, call }) {
       const res = await clients.promoted.listPromoted({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return page(res.records.map(promotedRecordJson), res.next);
@@ -54,6 +63,7 @@ export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">
     summary: "Retract a promoted activity (soft delete; 404 when missing or already retracted)",
     tags,
     params: promotedIdParams,
+    response: { 204: null },
     async handler({ params, call }) {
       if (!isPromotedId(params.id)) throw notFound("promoted activity not found");
       await clients.promoted.retractPromoted({ id: params.id.toLowerCase() }, call);

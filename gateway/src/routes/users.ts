@@ -1,5 +1,13 @@
 import { isoOf, notFound, unauthenticated } from "@feeds/kit";
-import { batchUserItem, batchUsersBody, upsertUserBody, userIdParams } from "@feeds/sdk";
+import {
+  batchResultSchema,
+  batchUserItem,
+  batchUsersBody,
+  revokeTokensSchema,
+  upsertUserBody,
+  userIdParams,
+  userSchema,
+} from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
@@ -16,6 +24,7 @@ export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
     tags,
     params: userIdParams,
     body: upsertUserBody,
+    response: { 201: userSchema, 200: userSchema },
     async handler({ params, body, call, reply }) {
       const res = await clients.users.upsertUser({ id: params.id, customJson: JSON.stringify(body.custom) }, call);
       reply.code(res.created ? 201 : 200);
@@ -30,6 +39,7 @@ export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
     summary: "Read a user",
     tags,
     params: userIdParams,
+    response: { 200: userSchema },
     async handler({ params, call }) {
       const res = await clients.users.getUser({ id: params.id }, call);
       return userJson(res.user);
@@ -42,6 +52,7 @@ export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
     auth: "user",
     summary: "The calling user (404 when no record)",
     tags,
+    response: { 200: userSchema },
     async handler({ tenant, call }) {
       if (tenant?.kind !== "user") throw unauthenticated();
       const res = await clients.users.getUser({ id: tenant.userId }, call);
@@ -57,6 +68,7 @@ export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
     summary: "Revoke every token of the user issued before now",
     tags,
     params: userIdParams,
+    response: { 200: revokeTokensSchema },
     async handler({ params, call }) {
       const res = await clients.users.revokeTokens({ id: params.id }, call);
       return { revoked_before: isoOf(res.revokedBefore) };
@@ -71,6 +83,7 @@ export function userRoutes(r: RouteTable, clients: Pick<Clients, "users">) {
     summary: "Batch import users (idempotent upsert)",
     tags: ["batch"],
     body: batchUsersBody,
+    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(
         body.users,

@@ -1,6 +1,15 @@
 import { isoOf, notFound } from "@feeds/kit";
 import type { WebhookDestination, WebhookEventRecord } from "@feeds/proto/feeds/notification/v1/webhook";
-import { createWebhookBody, isWebhookId, webhookIdParams, webhookPageQuery } from "@feeds/sdk";
+import {
+  createdWebhookSchema,
+  createWebhookBody,
+  isWebhookId,
+  testWebhookSchema,
+  webhookDestinationPage,
+  webhookEventRecordPage,
+  webhookIdParams,
+  webhookPageQuery,
+} from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 
@@ -31,6 +40,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     summary: "List webhook destinations, oldest first (server token; no secrets)",
     tags,
     query: webhookPageQuery,
+    response: { 200: webhookDestinationPage },
     async handler({ query, call }) {
       const res = await webhooks.listDestinations({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return { results: res.destinations.map(destinationJson), next: res.next || null };
@@ -45,6 +55,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     summary: "Register a webhook destination; its whsec_ signing secret is answered only here",
     tags,
     body: createWebhookBody,
+    response: { 201: createdWebhookSchema },
     async handler({ body, call }) {
       const res = await webhooks.createDestination({ url: body.url, events: body.events ?? [] }, call);
       return { destination: destinationJson(res.destination), signing_secret: res.signingSecret };
@@ -59,6 +70,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     summary: "Delete a webhook destination: nothing more is delivered to it",
     tags,
     params: webhookIdParams,
+    response: { 204: null },
     async handler({ params, call }) {
       if (!isWebhookId(params.id)) throw notFound("webhook destination not found");
       await webhooks.deleteDestination({ id: params.id.toLowerCase() }, call);
@@ -73,6 +85,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     summary: "Published webhook event records, newest first (created_at desc, id desc)",
     tags: ["operator"],
     query: webhookPageQuery,
+    response: { 200: webhookEventRecordPage },
     async handler({ query, call }) {
       const res = await webhooks.listEvents({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return { results: res.events.map(recordJson), next: res.next || null };
@@ -86,6 +99,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     summary: "The tenant's webhook destinations (operator view; no secrets)",
     tags: ["operator"],
     query: webhookPageQuery,
+    response: { 200: webhookDestinationPage },
     async handler({ query, call }) {
       const res = await webhooks.listDestinations({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return { results: res.destinations.map(destinationJson), next: res.next || null };
@@ -99,6 +113,7 @@ export function webhookRoutes(r: RouteTable, clients: Pick<Clients, "webhooks">)
     status: 202,
     summary: "Send a webhook.test event to every destination; answers how many it was sent to",
     tags: ["operator"],
+    response: { 202: testWebhookSchema },
     async handler({ call }) {
       const res = await webhooks.sendTest({}, call);
       return { published: res.published };

@@ -87,7 +87,7 @@ export interface EventOutboxOptions {
    * Whether the write an event belongs to took effect (asked by the relay of a record whose
    * writer died between recording and writing): e.g. the reaction exists, the edge is gone.
    */
-  confirm(event: FeedEvent): Promise<boolean>;
+  confirm(event: FeedEvent, recordId: string): Promise<boolean>;
 }
 
 /**
@@ -108,7 +108,7 @@ export function createEventOutbox(o: EventOutboxOptions) {
   async function relayOnce(limit = 100): Promise<number> {
     const stale = await outbox.find({ at: { $lt: new Date(Date.now() - STALE_MS) } }).limit(limit).toArray();
     for (const doc of stale) {
-      const events = doc.written ? doc.events : await filterAsync(doc.events, (e) => o.confirm(e));
+      const events = doc.written ? doc.events : await filterAsync(doc.events, (e) => o.confirm(e, doc._id));
       await publishAndDrop({ _id: doc._id, events });
     }
     return stale.length;
@@ -125,13 +125,13 @@ export function createEventOutbox(o: EventOutboxOptions) {
      * `publishIf` declines (e.g. the reaction existed already: nothing happened). A failed
      * publish leaves the record to the relay and still answers the write's result.
      */
-    async emit<T>(tenantId: string, events: FeedEvent[], write: () => Promise<T>, opts: { publishIf?: (result: T) => boolean } = {}): Promise<T> {
-      if (events.length === 0) return write();
+    async emit<T>(tenantId: string, events: FeedEvent[], write: (recordId: string | null) => Promise<T>, opts: { publishIf?: (result: T) => boolean } = {}): Promise<T> {
+      if (events.length === 0) return write(null);
       const _id = randomUUID();
       await outbox.insertOne({ _id, tenant_id: tenantId, events, written: false, at: new Date() });
       let result: T;
       try {
-        result = await write();
+        result = await write(_id);
       } catch (e) {
         await outbox.deleteOne({ _id }).catch(() => undefined);
         throw e;

@@ -17,7 +17,7 @@ export function createActivities(peers: () => Pick<Clients, "feed">) {
       return res.activity;
     },
     /** Stores counts (every kind when `complete`) made after `changes` changes; NOT_FOUND when the activity is gone. */
-    async setCounts(tenantId: string, id: string, counts: Record<string, number>, opts: { complete: boolean; changes: number }): Promise<void> {
+    async setCounts(tenantId: string, id: string, counts: Record<string, number>, opts: { complete: boolean; changes: number; exact: boolean }): Promise<void> {
       const big = Object.fromEntries(Object.entries(counts).map(([k, n]) => [k, BigInt(n)]));
       await peers().feed.setReactionCounts({ id, counts: big, ...opts }, call(tenantId));
     },

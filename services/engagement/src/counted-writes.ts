@@ -10,8 +10,14 @@ export interface CountedWrite<T> {
   count(result: T, lease: Lease): Promise<void>;
 }
 
+/** The change an outbox relay's repair is made for: its record, and whether it happened. */
+export interface RepairedChange {
+  record: string;
+  happened: () => Promise<boolean>;
+}
+
 /** A full recount of one target from its records, run under the target's lock. */
-export type Recount = (tenantId: string, target: string, lease: Lease) => Promise<void>;
+export type Recount = (tenantId: string, target: string, lease: Lease, change?: RepairedChange) => Promise<void>;
 
 const lockKey = (kind: MarkKind, tenantId: string, target: string) => `${kind}/${tenantId}/${target}`;
 
@@ -64,9 +70,9 @@ export function createCountedWrites(deps: {
       });
     },
 
-    /** The relay's repair: a full recount of `target` under its lock. */
-    repair(kind: MarkKind, tenantId: string, target: string): Promise<void> {
-      return locks.withKey(lockKey(kind, tenantId, target), (lease) => recounts[kind](tenantId, target, lease));
+    /** The relay's repair: a full recount of `target` under its lock (for `change`, if named). */
+    repair(kind: MarkKind, tenantId: string, target: string, change?: RepairedChange): Promise<void> {
+      return locks.withKey(lockKey(kind, tenantId, target), (lease) => recounts[kind](tenantId, target, lease, change));
     },
   };
 }

@@ -1,3 +1,4 @@
+import type { RepairedChange } from "./counted-writes.js";
 import { newEvent, type FeedEvent } from "@feeds/kit";
 import type { CommentDoc, CommentRepository } from "./comment-repository.js";
 import type { ReactionDoc, ReactionRepository } from "./reaction-repository.js";
@@ -50,15 +51,22 @@ export const commentEvent = (
 export function createConfirm(deps: {
   reactions: Pick<ReactionRepository, "byId">;
   comments: Pick<CommentRepository, "exists" | "live">;
-  /** Recounts an activity's reactions from the records; a missing or deleted activity is no error. */
-  recount: (tenantId: string, activityId: string) => Promise<void>;
+  /**
+   * Recounts an activity's reactions from the records for the change of outbox record `record`
+   * (moving the version once if the change happened and its writer did not count it); a missing
+   * or deleted activity is no error.
+   */
+  recount: (tenantId: string, activityId: string, change: RepairedChange) => Promise<void>;
 }) {
-  return async (e: FeedEvent): Promise<boolean> => {
+  return async (e: FeedEvent, record: string): Promise<boolean> => {
     const id = typeof e.data.id === "string" ? e.data.id : "";
     if (e.type === "reaction.added" || e.type === "reaction.deleted") {
-      await deps.recount(e.tenant_id, typeof e.data.activity_id === "string" ? e.data.activity_id : "");
-      const stored = (await deps.reactions.byId(e.tenant_id, id)) !== null;
-      return e.type === "reaction.added" ? stored : !stored;
+      const happened = async () => {
+        const stored = (await deps.reactions.byId(e.tenant_id, id)) !== null;
+        return e.type === "reaction.added" ? stored : !stored;
+      };
+      await deps.recount(e.tenant_id, typeof e.data.activity_id === "string" ? e.data.activity_id : "", { record, happened });
+      return happened();
     }
     if (e.type === "comment.added") return deps.comments.exists(e.tenant_id, id);
     if (e.type === "comment.deleted") return (await deps.comments.live(e.tenant_id, id)) === null;

@@ -14,8 +14,9 @@ import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
 import { createActivities } from "./activities.js";
 import { createModeration } from "./blocklist.js";
 import { createCommentRepository } from "./comment-repository.js";
-import { createCountedWrites } from "./counted-writes.js";
+import { createCountedWrites, type RepairedChange } from "./counted-writes.js";
 import { createCountBatcher } from "./count-batcher.js";
+import { createCountClaims } from "./count-claims.js";
 import { createConfirm } from "./events.js";
 import { createKeyLocks } from "./key-locks.js";
 import { createMarkRepository } from "./mark-repository.js";
@@ -42,14 +43,15 @@ export async function createEngagementModule(deps: {
   const comments = createCommentRepository(deps.db);
   const marks = createMarkRepository(deps.db);
   const activities = createActivities(deps.peers);
-  const recounts = createRecounts({ reactions, comments, activities });
+  const claims = createCountClaims(deps.db);
+  const recounts = createRecounts({ reactions, comments, activities, claim: claims.claim });
   const counted = createCountedWrites({
     locks: createKeyLocks(createLocks(deps.db, "engagement_locks")),
     marks,
     recounts: { reactions: recounts.reactions, replies: recounts.replies },
   });
-  const recountReactions = async (tenantId: string, activityId: string) => {
-    await counted.repair("reactions", tenantId, activityId).catch((e: unknown) => {
+  const recountReactions = async (tenantId: string, activityId: string, change: RepairedChange) => {
+    await counted.repair("reactions", tenantId, activityId, change).catch((e: unknown) => {
       if (fromRpcError(e).code !== "NOT_FOUND") throw e;
     });
   };
@@ -60,13 +62,13 @@ export async function createEngagementModule(deps: {
     collection: "engagement_outbox",
     confirm: createConfirm({ reactions, comments, recount: recountReactions }),
   });
-  await Promise.all([reactions.ensureIndexes(), comments.ensureIndexes(), marks.ensureIndexes(), outbox.ensureIndexes()]);
+  await Promise.all([reactions.ensureIndexes(), comments.ensureIndexes(), marks.ensureIndexes(), outbox.ensureIndexes(), claims.ensureIndexes()]);
   const own = createOwnReactions({ reactions, redis: deps.redis });
-  const counts = createCountBatcher((tenantId, activityId, kinds, changes) =>
-    counted.withLock("reactions", tenantId, activityId, (lease) => recounts.reactionKinds(tenantId, activityId, kinds, changes, lease)),
+  const counts = createCountBatcher((tenantId, activityId, kinds, records) =>
+    counted.withLock("reactions", tenantId, activityId, (lease) => recounts.reactionKinds(tenantId, activityId, kinds, records, lease)),
   );
   const writes = createReactionWrites({ outbox, counts, counted, own });
-  const relay = createRecountRelay({ marks, counted, log: deps.log });
+  const relay = createRecountRelay({ marks, counted, sweep: claims.sweep, log: deps.log });
   const moderation = createModeration(deps.db);
   const impl = createEngagementService({
     reactions: { reactions, activities, writes, own },

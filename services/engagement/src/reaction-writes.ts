@@ -33,10 +33,11 @@ export function createReactionWrites(deps: {
       const result = await outbox.emit(
         tenantId,
         [change.event],
-        async () => {
+        async (record) => {
+          if (record === null) throw internal("a reaction change records its event");
           const r = await write();
           if (changed(r)) {
-            await counts.count(tenantId, activityId, kind).catch((e: unknown) => {
+            await counts.count(tenantId, activityId, kind, record).catch((e: unknown) => {
               // The change happened: its event still goes out; the count is repaired.
               countFailure = e;
             });

@@ -7,6 +7,8 @@ import type { MarkDoc, MarkRepository } from "./mark-repository.js";
 export const MARK_STALE_MS = 3_000;
 const INTERVAL_MS = 1_000;
 const BATCH = 100;
+/** How often a pass also drops old count claims (`count-claims.ts`). */
+const SWEEP_EVERY_MS = 60_000;
 
 /**
  * Recounts the targets of stale recount marks, then drops those marks. Safe on every replica at
@@ -15,11 +17,14 @@ const BATCH = 100;
 export function createRecountRelay(deps: {
   marks: Pick<MarkRepository, "stale" | "drop">;
   counted: Pick<CountedWrites, "repair">;
+  /** Housekeeping run with a pass now and then (old count claims). */
+  sweep?: () => Promise<unknown>;
   log: Logger;
 }) {
   const { marks, counted, log } = deps;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let sweptAt = 0;
 
   /** One pass over the marks stale now; answers how many targets were recounted. */
   async function recountPass(): Promise<number> {
@@ -49,6 +54,10 @@ export function createRecountRelay(deps: {
   const tick = async () => {
     try {
       await recountPass();
+      if (deps.sweep && Date.now() - sweptAt > SWEEP_EVERY_MS) {
+        sweptAt = Date.now();
+        await deps.sweep();
+      }
     } catch (err) {
       log.debug({ err: String(err) }, "recount relay pass failed");
     }

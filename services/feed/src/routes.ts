@@ -390,8 +390,9 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       return deps.locks.withLock(`activity:${req.id}`, async (lease) => {
         const doc = await live(tenantId, req.id);
         const counts = countsWith(doc.reaction_counts, req.counts, req.complete);
-        const moves = req.changes > 0 ? req.changes : sameCounts(counts, doc.reaction_counts) ? 0 : 1;
-        if (moves === 0) return { activity: activityToProto(doc), changed: false };
+        const same = sameCounts(counts, doc.reaction_counts);
+        const moves = req.exact ? Math.max(0, req.changes) : req.changes > 0 ? req.changes : same ? 0 : 1;
+        if (moves === 0 && same) return { activity: activityToProto(doc), changed: false };
         await lease.assertHeld();
         const updated = await activities.replaceIfVersion(doc, doc.version, { reaction_counts: counts, version: doc.version + moves });
         if (!updated) throw conflict("the activity changed concurrently; retry");

@@ -4,6 +4,7 @@ import { fastifyTrustProxy, type Config, type Logger, type Mongo, type Nats, typ
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
+import { installHttpMetrics } from "./http-metrics.js";
 import { createRateLimiter } from "./rate-limit.js";
 import type { Clients } from "./system.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -45,6 +46,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     reply.header("x-request-id", req.id);
   });
   installErrorHandling(app, log);
+  installHttpMetrics(app);
 
   const limiter = createRateLimiter(deps.redis);
   const tenantAuth = createTenantAuthenticator({ clients, redis: deps.redis, limiter, config });

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { createInfra, createLogger, fromRpcError, loadConfig, scope, serveMetrics } from "@feeds/kit";
+import { createInfra, createLogger, fromRpcError, loadConfig, registerQueueGauges, scope, serveMetrics } from "@feeds/kit";
 import { buildGateway } from "./app.js";
+import { createReadiness, registerReadinessGauge } from "./readiness.js";
 import { connectServices } from "./system.js";
 
 // The system's entry point: the gateway plus every service not named by a <SERVICE>_URL.
@@ -30,6 +31,9 @@ if (config.BOOTSTRAP_STAFF_EMAIL) {
 
 const address = await app.listen({ port: config.PORT, host: config.HOST });
 const url = address.replace("[::1]", "127.0.0.1");
+// The queues are the system's: the gateway exports their depth (services export their own work).
+registerQueueGauges(infra.metrics, nats, log);
+registerReadinessGauge(infra.metrics, createReadiness({ config, clients, mongo, redis, nats }), log);
 const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
 log.info({ url, metrics: metricsServer.port, services: modules.map((m) => m.name) }, "gateway listening");
 // Parent processes (npm start, the tests) read this line.

@@ -2,7 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { log, root, run, setup } from "./lib/setup.mjs";
+import { checkAlertRules, log, root, run, setup } from "./lib/setup.mjs";
 
 const infra = await setup();
 run(process.execPath, [join(root, "scripts", "check-proto.mjs")]);
@@ -15,6 +15,7 @@ for (const dir of ["sdk/test", "kit/test", "gateway/test", "system/test", ...ser
 }
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
+checkAlertRules();
 log("vitest");
 const report = join(root, ".cache", "vitest-report.json");
 const passedThrough = process.argv.slice(2);

@@ -4,6 +4,7 @@ import { fastifyTrustProxy, type Clients, type Config, type Logger, type Mongo, 
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
+import { installHttpMetrics } from "./http-metrics.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
@@ -44,6 +45,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     reply.header("x-request-id", req.id);
   });
   installErrorHandling(app, log);
+  installHttpMetrics(app);
 
   // Each part gets the clients it calls and no others.
   const { tenancy, users, operators, feed, promoted, graph, catalog, engagement, notification, webhooks, health } = clients;

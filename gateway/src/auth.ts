@@ -5,7 +5,6 @@ import {
   fromRpcError,
   fromTimestamp,
   isId,
-  rateLimited,
   REVOCATION_TTL_SECONDS,
   revocationKey,
   scope,
@@ -149,7 +148,7 @@ export function createTenantAuthenticator(deps: {
         windowName === "batch"
           ? config.BATCH_RATE_LIMIT_PER_MINUTE
           : cred.tenant.rateLimitPerMinute || config.DEFAULT_RATE_LIMIT_PER_MINUTE;
-      if (stamps.count > limit) throw rateLimited(stamps.window.retryAfter);
+      if (stamps.count > limit) throw limiter.refusal(windowName, stamps.window);
       return caller.kind === "user" ? { kind: "user", tenant: cred.tenant, userId: caller.userId } : { kind: "server", tenant: cred.tenant };
     },
   };

@@ -1,4 +1,4 @@
-import type { RedisConn } from "@feeds/kit";
+import { processMetrics, rateLimited, type RedisConn } from "@feeds/kit";
 
 // One round trip per authenticated request: count the request in its window, and read the
 // tenant's credential version and (for user tokens) the user's revocation stamp.
@@ -44,7 +44,13 @@ export function createRateLimiter(conn: RedisConn) {
   redis.defineCommand("feedsHit", { lua: HIT_SCRIPT });
   const auth = (redis as unknown as { feedsAuth: AuthFn }).feedsAuth.bind(redis);
   const hit = (redis as unknown as { feedsHit: HitFn }).feedsHit.bind(redis);
+  const refused = processMetrics().rateLimited;
   return {
+    /** The 429 of a request over its window's limit, counted by kind (normal, batch, login, invite). */
+    refusal(kind: "normal" | "batch" | "login" | "invite", window: Window) {
+      refused.inc({ kind });
+      return rateLimited(window.retryAfter);
+    },
     /** Counts a tenant request in its window ("normal" or "batch") and reads the change stamps. */
     async tenantRequest(
       tenantId: string,

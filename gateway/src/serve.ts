@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { fromRpcError, scope, serveMetrics, type Clients, type Infra, type ServiceModule } from "@feeds/kit";
+import { fromRpcError, registerQueueGauges, scope, serveMetrics, type Clients, type Infra, type ServiceModule } from "@feeds/kit";
 import { buildGateway } from "./app.js";
+import { createReadiness, registerReadinessGauge } from "./readiness.js";
 
 export interface GatewayRun {
   infra: Infra;
@@ -43,6 +44,9 @@ export async function runGateway({ infra, clients, alongside = [] }: GatewayRun)
 
   const address = await app.listen({ port: config.PORT, host: config.HOST });
   const url = address.replace("[::1]", "127.0.0.1");
+  // The queues are the system's: the gateway exports their depth (services export their own work).
+  registerQueueGauges(infra.metrics, nats, log);
+  registerReadinessGauge(infra.metrics, createReadiness({ config, clients, mongo, redis, nats }), log);
   const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
   log.info({ url, metrics: metricsServer.port, services: alongside.map((m) => m.name) }, "gateway listening");
   // Parent processes (npm start, the tests) read this line.

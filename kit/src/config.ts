@@ -78,6 +78,9 @@ export const configSchema = z.object({
   GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(0),
   // Prometheus `GET /metrics` of this process, on HOST, never the API port (0: any free port).
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  // Tenants with a label of their own in per-tenant metrics (the top ones by volume; the rest
+  // count under `other`), so the series stay bounded whatever the number of tenants.
+  METRICS_TOP_TENANTS: z.coerce.number().int().min(0).max(1000).default(10),
   // Operator session lifetime (seconds).
   SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(12 * 3600),
   // Readiness: each dependency check's own timeout (milliseconds).

@@ -1,10 +1,13 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { collectDefaultMetrics, Counter, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { createTenantLabels, type TenantLabels } from "./tenant-labels.js";
 
 // One Prometheus registry per process (the one-process system shares it across its modules),
-// served in the text format on a port of its own, never the public API port.
+// served in the text format on a port of its own, never the public API port. Every label value
+// comes from our code (route templates, RPC names, queue and cache names, a bounded set of
+// tenants), never from a client's string, so hostile input cannot grow the series.
 
 /**
  * The work a piece of code runs for: a request's route template (`GET /v1/feeds/:group/:id`), an
@@ -15,22 +18,108 @@ import { collectDefaultMetrics, Counter, Registry } from "prom-client";
 export const workScope = new AsyncLocalStorage<{ work: string }>();
 export const currentWork = (): string => workScope.getStore()?.work ?? "background";
 
+/** Seconds; fine at the low end, where warm reads and in-process calls land. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Seconds from a write's acknowledgement to its last fan-out chunk. */
+const FANOUT_LAG_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
 export interface Metrics {
   registry: Registry;
   /** Every command the process's MongoDB driver started, by command name and work (command monitoring). */
   mongoCommands: Counter<"command" | "work">;
+  /** Gateway requests: route template (`unmatched` for 404s), method, status. */
+  httpDuration: Histogram<"route" | "method" | "status_code">;
+  /** Calls served (in process or over gRPC): full service name, method, Connect code (`OK`). */
+  rpcDuration: Histogram<"service" | "method" | "code">;
+  /** Requests refused 429, by window: normal, batch (tenant), login, invite. */
+  rateLimited: Counter<"kind">;
+  /** Deliveries of a task this process received again (JetStream's count above one). */
+  queueRedeliveries: Counter<"queue">;
+  /** Fan-out lag by tenant; only `fanoutLagTenants` decides the label. */
+  fanoutLag: Histogram<"tenant">;
+  fanoutLagTenants: TenantLabels;
+  /** Webhook delivery attempts by outcome (delivered, retrying, dead_lettered). */
+  webhookDeliveries: Counter<"outcome">;
+  /** Cache lookups per key: head, activity, user, object and the other read caches. */
+  cacheRequests: Counter<"cache" | "result">;
 }
 
-export function createMetrics(): Metrics {
+export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const mongoCommands = new Counter({
-    name: "feeds_mongodb_commands_total",
-    help: "MongoDB commands started by this process's driver, by command name and the work they ran for",
-    labelNames: ["command", "work"] as const,
-    registers: [registry],
+  const registers = [registry];
+  const fanoutLag = new Histogram({
+    name: "feeds_fanout_lag_seconds",
+    help: "Seconds from an activity write's acknowledgement to its last fan-out chunk written, by tenant (the top tenants by volume; the rest under `other`)",
+    labelNames: ["tenant"] as const,
+    buckets: FANOUT_LAG_BUCKETS,
+    registers,
   });
-  return { registry, mongoCommands };
+  return {
+    registry,
+    mongoCommands: new Counter({
+      name: "feeds_mongodb_commands_total",
+      help: "MongoDB commands started by this process's driver, by command name and the work they ran for",
+      labelNames: ["command", "work"] as const,
+      registers,
+    }),
+    httpDuration: new Histogram({
+      name: "feeds_http_request_duration_seconds",
+      help: "Gateway requests by route template (`unmatched` when none matched), method and status code",
+      labelNames: ["route", "method", "status_code"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    rpcDuration: new Histogram({
+      name: "feeds_rpc_duration_seconds",
+      help: "RPC calls served by this process, by service, method and code (OK or the Connect code name)",
+      labelNames: ["service", "method", "code"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    rateLimited: new Counter({
+      name: "feeds_rate_limited_total",
+      help: "Requests refused with 429, by rate window (normal, batch, login, invite)",
+      labelNames: ["kind"] as const,
+      registers,
+    }),
+    queueRedeliveries: new Counter({
+      name: "feeds_queue_redeliveries_total",
+      help: "Work-queue deliveries this process received for a task delivered before",
+      labelNames: ["queue"] as const,
+      registers,
+    }),
+    fanoutLag,
+    fanoutLagTenants: createTenantLabels(opts.topTenants ?? 10, {
+      forget: (tenant) => fanoutLag.remove({ tenant }),
+    }),
+    webhookDeliveries: new Counter({
+      name: "feeds_webhook_deliveries_total",
+      help: "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, tried again later), dead_lettered (failed for good)",
+      labelNames: ["outcome"] as const,
+      registers,
+    }),
+    cacheRequests: new Counter({
+      name: "feeds_cache_requests_total",
+      help: "Cache lookups per key, by cache (head, activity, user, object, ...) and result (hit, miss)",
+      labelNames: ["cache", "result"] as const,
+      registers,
+    }),
+  };
+}
+
+let shared: Metrics | undefined;
+
+/**
+ * This process's metrics. The scrape is per process, so the registry is too: code anywhere in
+ * the process counts into it without each factory carrying it (`createInfra` sets the tenant
+ * bound from the configuration).
+ */
+export const processMetrics = (): Metrics => (shared ??= createMetrics());
+
+/** Observes a fan-out's lag under its tenant's bounded label. */
+export function observeFanoutLag(metrics: Metrics, tenantId: string, seconds: number): void {
+  metrics.fanoutLag.observe({ tenant: metrics.fanoutLagTenants.label(tenantId) }, seconds);
 }
 
 export interface MetricsServer {

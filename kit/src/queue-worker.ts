@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
 import type { Logger } from "./log.js";
+import { processMetrics } from "./metrics.js";
 import type { Nats, QueueName } from "./nats.js";
 import { BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
@@ -48,6 +49,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   let messages: ConsumerMessages | undefined;
   let stopped = false;
   let alive = 0;
+  const redeliveries = processMetrics().queueRedeliveries.labels({ queue });
 
   async function deadLetter(m: JsMsg, err: unknown) {
     log.error({ err, queue, deliveries: m.info.redeliveryCount }, "task dead-lettered");
@@ -61,6 +63,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   }
 
   async function run(m: JsMsg): Promise<void> {
+    if (m.info.redeliveryCount > 1) redeliveries.inc();
     try {
       await o.handle(m);
       m.ack();

@@ -1,3 +1,4 @@
+import { processMetrics } from "./metrics.js";
 import type { RedisConn } from "./redis.js";
 
 // A read-through cache of records by id in Redis, for the hot path of feed reads (actor users,
@@ -66,6 +67,8 @@ export function createReadCache<T>(
   const fill = (redis as unknown as Record<string, Script>)[command]!.bind(redis);
   const valueKey = (t: string, id: string) => conn.key("rc", name, t, id);
   const genKey = (t: string, id: string) => conn.key("rcg", name, t, id);
+  const hits = processMetrics().cacheRequests.labels({ cache: name, result: "hit" });
+  const misses = processMetrics().cacheRequests.labels({ cache: name, result: "miss" });
 
   return {
     async read(tenantId, ids, load) {
@@ -86,6 +89,7 @@ export function createReadCache<T>(
         cached = v1;
         gens = v2;
       } catch {
+        misses.inc(unique.length);
         return load(unique);
       }
       const out = new Map<string, T>();
@@ -99,6 +103,8 @@ export function createReadCache<T>(
         const entry = JSON.parse(raw) as { v?: unknown };
         if ("v" in entry) out.set(id, codec.decode(entry.v));
       });
+      hits.inc(unique.length - missing.length);
+      misses.inc(missing.length);
       if (missing.length === 0) return out;
       const loaded = await load(missing.map((i) => unique[i] as string));
       const keys: string[] = [];

@@ -14,6 +14,7 @@ import { forbidden, toConnectError, unauthenticated } from "./errors.js";
 import { INTERNAL_AUTH_HEADER, type Caller, type InternalAuth } from "./internal-auth.js";
 import type { Logger } from "./log.js";
 import { currentWork, workScope } from "./metrics.js";
+import { createRpcTimer } from "./rpc-metrics.js";
 
 export const tenantKey = createContextKey<string | undefined>(undefined, { description: "tenant id" });
 // No default caller: a handler reading the caller of a call that has no verified one fails.
@@ -90,7 +91,9 @@ const refusal = (message: string) =>
  * unexpected failures logged with their cause.
  */
 export function createServerInterceptor(log: Logger, auth: InternalAuth): Interceptor {
+  const timer = createRpcTimer();
   return (next) => async (req) => {
+    const done = timer.start(req.method);
     const given = req.header.get(H_REQUEST);
     const rid = given && REQUEST_ID.test(given) ? given : "";
     req.contextValues.set(requestIdKey, rid);
@@ -99,6 +102,7 @@ export function createServerInterceptor(log: Logger, auth: InternalAuth): Interc
       const claims = auth.verify(req.header.get(INTERNAL_AUTH_HEADER));
       if ("refused" in claims) {
         log.warn({ rpc: req.url, reason: claims.refused }, "internal call refused");
+        done(Code.Unauthenticated);
         throw refusal(claims.refused);
       }
       req.contextValues.set(tenantKey, claims.tenantId);
@@ -116,19 +120,34 @@ export function createServerInterceptor(log: Logger, auth: InternalAuth): Interc
       // route that made the call already names the work.
       const work = currentWork() === "background" ? `rpc:${req.method.parent.typeName}/${req.method.name}` : null;
       const res = await (work ? workScope.run({ work }, () => next(req)) : next(req));
-      // A streamed answer fails while it is read: map those errors the same way.
-      if (res.stream) return { ...res, message: mapStreamErrors(res.message, mapped) };
+      // A streamed answer fails while it is read: map those errors the same way, and time the
+      // call to its last message.
+      if (res.stream) return { ...res, message: mapStreamErrors(res.message, mapped, done) };
+      done(null);
       return res;
     } catch (e) {
-      throw mapped(e);
+      const ce = mapped(e);
+      done(ce.code);
+      throw ce;
     }
   };
 }
 
-async function* mapStreamErrors<T>(messages: AsyncIterable<T>, mapped: (e: unknown) => Error): AsyncIterable<T> {
+async function* mapStreamErrors<T>(
+  messages: AsyncIterable<T>,
+  mapped: (e: unknown) => ConnectError,
+  done: (code: Code | null) => void,
+): AsyncIterable<T> {
+  let code: Code | null = Code.Canceled;
   try {
     yield* messages;
+    code = null;
   } catch (e) {
-    throw mapped(e);
+    const ce = mapped(e);
+    code = ce.code;
+    throw ce;
+  } finally {
+    // Left unread by its consumer: canceled.
+    done(code);
   }
 }

@@ -1,7 +1,7 @@
 import { loadConfig, requireInternalKey, type Config, type ServiceName } from "./config.js";
 import { createInternalAuth } from "./internal-auth.js";
 import { createLogger, type Logger } from "./log.js";
-import { createMetrics, serveMetrics, type Metrics } from "./metrics.js";
+import { processMetrics, serveMetrics, type Metrics } from "./metrics.js";
 import { connectMongo, type Mongo } from "./mongo.js";
 import { connectRedis, type RedisConn } from "./redis.js";
 import { connectNats, type Nats } from "./nats.js";
@@ -37,7 +37,8 @@ export function createInfra(config: Config, log: Logger, name: string): Infra {
   let mongo: Promise<Mongo> | undefined;
   let redis: Promise<RedisConn> | undefined;
   let nats: Promise<Nats> | undefined;
-  const metrics = createMetrics();
+  const metrics = processMetrics();
+  metrics.fanoutLagTenants.setLimit(config.METRICS_TOP_TENANTS);
   return {
     config,
     log,

@@ -60,6 +60,33 @@ export function buildVersion() {
   return `${pkg.version}+${sha || "nogit"}${dirty ? ".dirty" : ""}`;
 }
 
+const hasPromtool = () => spawnSync("promtool", ["--version"], { stdio: "ignore" }).status === 0;
+
+/**
+ * promtool, for the alert-rule checks: Debian's `prometheus` package ships it (2.42 on bookworm).
+ * Installed when missing (about 10 s with fresh package lists); `apt-get update` first only if
+ * the install fails on old lists.
+ */
+export function ensurePromtool() {
+  if (hasPromtool()) return;
+  log("installing promtool (apt-get install prometheus)…");
+  const apt = (...args) =>
+    spawnSync("apt-get", args, { cwd: root, stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+  const install = () => apt("install", "-y", "--no-install-recommends", "prometheus");
+  if (!install() && !(apt("update") && install())) {
+    throw new Error("promtool is missing and `apt-get install prometheus` failed (no package manager, not root, or no registry): install promtool and run again");
+  }
+  if (!hasPromtool()) throw new Error("the prometheus package installed no promtool on PATH");
+}
+
+/** The Prometheus alert rules parse (`promtool check rules`) and fire as their unit tests say. */
+export function checkAlertRules() {
+  ensurePromtool();
+  log("alert rules (promtool)");
+  run("promtool", ["check", "rules", "deploy/prometheus/alerts.yaml"]);
+  run("promtool", ["test", "rules", "deploy/prometheus/alerts.test.yaml"]);
+}
+
 export async function ensureInfrastructure() {
   const { ensureInfra } = await import("../infra.mjs");
   return ensureInfra({ root, log });

@@ -9,6 +9,8 @@ declare module "vitest" {
     baseUrl: string;
     /** The gateway process's Prometheus `GET /metrics` URL. */
     metricsUrl: string;
+    /** Every process's `GET /metrics` URL, by process name (one: gateway; split: eight). */
+    metricsUrls: Record<string, string>;
     namespace: string;
     staffEmail: string;
     staffPassword: string;
@@ -42,6 +44,7 @@ export async function startForProject(project: TestProject, split: boolean) {
   });
   project.provide("baseUrl", system.url);
   project.provide("metricsUrl", system.metrics.gateway ?? "");
+  project.provide("metricsUrls", system.metrics);
   project.provide("namespace", namespace);
   project.provide("staffEmail", staffEmail);
   project.provide("staffPassword", staffPassword);

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { rateLimited, unauthenticated, isoOf, type Config } from "@feeds/kit";
+import { unauthenticated, isoOf, type Config } from "@feeds/kit";
 import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
 import {
   acceptInviteBody,
@@ -41,9 +41,9 @@ export function operatorRoutes(
   const loginLimit = config.LOGIN_RATE_LIMIT_PER_MINUTE;
 
   /** Login and invite acceptance: at most N attempts per minute per client address and per name. */
-  async function limitAttempts(kind: string, ip: string, name: string) {
+  async function limitAttempts(kind: "login" | "invite", ip: string, name: string) {
     const { count, window } = await limiter.hit(kind, [`ip:${ip}`, `id:${createHash("sha256").update(name).digest("hex")}`]);
-    if (count > loginLimit) throw rateLimited(window.retryAfter);
+    if (count > loginLimit) throw limiter.refusal(kind, window);
   }
 
   r.add({

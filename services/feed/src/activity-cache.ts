@@ -1,4 +1,4 @@
-import type { RedisConn } from "@feeds/kit";
+import { processMetrics, type RedisConn } from "@feeds/kit";
 import type { ActivityDoc } from "./activity-repository.js";
 
 // Activities by id in Redis, each with its version. A write replaces an entry only with a newer
@@ -50,6 +50,8 @@ export function createActivityCache(conn: RedisConn) {
   redis.defineCommand("feedsActPut", { lua: PUT });
   const put = (redis as unknown as { feedsActPut: Script }).feedsActPut.bind(redis);
   const key = (t: string, id: string) => conn.key("act", t, id);
+  const hits = processMetrics().cacheRequests.labels({ cache: "activity", result: "hit" });
+  const misses = processMetrics().cacheRequests.labels({ cache: "activity", result: "miss" });
   return {
     async getMany(tenantId: string, ids: string[]): Promise<Map<string, ActivityDoc>> {
       const out = new Map<string, ActivityDoc>();
@@ -60,6 +62,8 @@ export function createActivityCache(conn: RedisConn) {
         const bar = v.indexOf("|");
         out.set(ids[i] as string, thaw(JSON.parse(v.slice(bar + 1)) as Cached));
       });
+      hits.inc(out.size);
+      misses.inc(ids.length - out.size);
       return out;
     },
     /** Stores each document unless a newer version is cached already. */

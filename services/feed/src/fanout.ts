@@ -7,6 +7,7 @@ import type { Signals } from "./signals.js";
 import type { Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
 import type { ActivityEvents } from "./events.js";
+import type { FanoutLag } from "./fanout-lag.js";
 
 // Fan-out on write, in chunks: an activity task streams the origin feed's followers in one pass
 // and publishes one chunk task per batch of followers; chunk tasks write the feed entries. Several
@@ -51,6 +52,8 @@ export interface FanoutDeps {
   log: Logger;
   /** Readiness names the fan-out worker when its loop stops beating. */
   beats?: WorkerBeats;
+  /** Live writes' fan-out lag (batch imports are not timed). */
+  lag?: FanoutLag;
 }
 
 export function createFanout(deps: FanoutDeps) {
@@ -111,23 +114,28 @@ export function createFanout(deps: FanoutDeps) {
       progress();
     };
     let held: string[] | undefined;
-    let shared = false;
+    let chunks = 0;
     for await (const { feeds } of followers) {
       if (!feeds.length) continue;
       if (held) {
         await publishChunk(held);
-        shared = true;
+        chunks++;
       }
       held = feeds;
     }
     if (!held) return;
-    if (shared) await publishChunk(held);
-    else await runChunk({ kind: "chunk", t: task.t, a: task.a, feeds: held }, doc);
+    if (chunks > 0) {
+      await publishChunk(held);
+      if (!doc.batch) await deps.lag?.published(task.t, task.a, doc.created_at, chunks + 1);
+    } else if ((await runChunk({ kind: "chunk", t: task.t, a: task.a, feeds: held }, doc)) && !doc.batch) {
+      deps.lag?.single(task.t, doc.created_at);
+    }
   }
 
-  async function runChunk(task: ChunkTask, known?: ActivityDoc): Promise<void> {
+  /** Writes a chunk's entries; false when the activity is gone (nothing is left written). */
+  async function runChunk(task: ChunkTask, known?: ActivityDoc): Promise<boolean> {
     const doc = known ?? (await activities.get(task.t, task.a));
-    if (!doc || doc.deleted_at) return;
+    if (!doc || doc.deleted_at) return false;
     await entries.upsertMany(
       task.t,
       task.feeds.map((feed) => ({ feed, activity_id: doc._id, time: doc.time, origin: doc.origin_feed })),
@@ -136,21 +144,28 @@ export function createFanout(deps: FanoutDeps) {
     const after = await activities.get(task.t, task.a);
     if (!after || after.deleted_at) {
       await entries.removeActivity(task.t, task.a);
-      return;
+      return false;
     }
     // Batch imports fan out without live head keys.
     if (!doc.batch) {
       await heads.add(task.t, task.feeds, { id: doc._id, timeMs: doc.time.getTime() });
       await signals.bump(task.t, task.feeds);
     }
+    return true;
   }
 
   async function handle(m: JsMsg): Promise<void> {
     const task = JSON.parse(new TextDecoder().decode(m.data)) as Task;
     // A large follower set takes a while: each published chunk tells JetStream the task lives.
     if (task.kind === "activity") await runActivity(task, () => m.working());
-    else if (task.kind === "chunk") await runChunk(task);
+    else if (task.kind === "chunk") await runSharedChunk(task);
     else throw new Error(`unknown task kind`);
+  }
+
+  async function runSharedChunk(task: ChunkTask): Promise<void> {
+    const doc = await activities.get(task.t, task.a);
+    if (!doc || !(await runChunk(task, doc)) || doc.batch) return;
+    await deps.lag?.chunkWritten(task.t, task.a, doc.created_at, digest(task.feeds));
   }
 
   const worker = createQueueWorker({

@@ -1,4 +1,4 @@
-import type { RedisConn } from "@feeds/kit";
+import { processMetrics, type RedisConn } from "@feeds/kit";
 
 // Each live feed's head in Redis: a sorted set of its newest entries (member = activity id,
 // score = time in ms; equal scores order by id, as the feed does), bounded to CAP. It is a cache
@@ -62,6 +62,8 @@ export function createHeads(conn: RedisConn) {
   const add = (redis as unknown as { feedsHeadAdd: Script }).feedsHeadAdd.bind(redis);
   const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
   const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
+  const hits = processMetrics().cacheRequests.labels({ cache: "head", result: "hit" });
+  const misses = processMetrics().cacheRequests.labels({ cache: "head", result: "miss" });
 
   return {
     /** Adds one activity to the heads of `feeds` (live writes only; batch imports write none). */
@@ -93,8 +95,15 @@ export function createHeads(conn: RedisConn) {
         return v;
       });
       // A whole feed with no entries has no head, only its complete mark.
-      if (exists !== 1 && isComplete === 1 && isPartial !== 1) return { entries: [], complete: true };
-      if (exists !== 1 || isPartial === 1) return null;
+      if (exists !== 1 && isComplete === 1 && isPartial !== 1) {
+        hits.inc();
+        return { entries: [], complete: true };
+      }
+      if (exists !== 1 || isPartial === 1) {
+        misses.inc();
+        return null;
+      }
+      hits.inc();
       const flat = range as string[];
       const entries: HeadEntry[] = [];
       for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i] as string, timeMs: Number(flat[i + 1]) });

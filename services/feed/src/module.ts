@@ -5,6 +5,7 @@ import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
 import { createEntryRepository } from "./entry-repository.js";
 import { createFanout } from "./fanout.js";
+import { createFanoutLag } from "./fanout-lag.js";
 import { createFeedService } from "./routes.js";
 import { createSignals } from "./signals.js";
 import { createHeads } from "./heads.js";
@@ -33,7 +34,7 @@ export async function createFeedModule(deps: {
   const outbox = createFeedOutbox({ db: deps.db, nats: deps.nats, log: deps.log, activities });
   await outbox.ensureIndexes();
   const beats = createWorkerBeats(deps.redis);
-  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats });
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats, lag: createFanoutLag(deps.redis, deps.log) });
   const locks = createLocks(deps.db, "activity_locks");
   const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, outbox, events, consoleSignal, peers: deps.peers, log: deps.log });
   const promoted = await createPromotedModule({ db: deps.db, redis: deps.redis, log: deps.log });

@@ -1,5 +1,5 @@
 import type { JsMsg } from "nats";
-import { createQueueWorker, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
 import type { DestinationRepository } from "./destination-repository.js";
 import type { RecordRepository } from "./record-repository.js";
 import { DELIVERY_SUBJECT, type DeliveryTask } from "./publisher.js";
@@ -43,9 +43,11 @@ export function createDeliveryWorker(deps: {
   const slots = createSlots(options.perDestination ?? 8);
   /** Whether each destination's last attempt in this process succeeded. */
   const healthy = new Map<string, boolean>();
+  const outcomes = processMetrics().webhookDeliveries;
 
   async function giveUp(m: JsMsg, task: DeliveryTask, why: string) {
     log.warn({ record: task.r, destination: task.d, why }, "webhook delivery dead-lettered");
+    outcomes.inc({ outcome: "dead_lettered" });
     await nats.js.publish(nats.subject("webhooks_dlq", DELIVERY_SUBJECT), m.data, { msgID: `dlq:${m.info.stream}:${m.seq}` });
     await records.fail(task.t, task.r);
     m.term();
@@ -69,10 +71,12 @@ export function createDeliveryWorker(deps: {
       slots.release(task.d);
     }
     healthy.set(task.d, outcome.ok);
+    if (outcome.ok) outcomes.inc({ outcome: "delivered" });
     if (outcome.ok) return records.published(task.t, task.r);
     const attempts = await records.attemptFailed(task.t, task.r);
     if (outcome.refused) return giveUp(m, task, outcome.error ?? "refused address");
     if (attempts >= maxAttempts || attempts === 0) return giveUp(m, task, outcome.error ?? `answered ${outcome.status}`);
+    outcomes.inc({ outcome: "retrying" });
     m.nak(jitter(options.retryScheduleMs[attempts - 1] ?? options.retryScheduleMs.at(-1) ?? 1000));
   }
 

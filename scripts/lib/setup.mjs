@@ -65,10 +65,10 @@ export async function ensureInfrastructure() {
   return ensureInfra({ root, log });
 }
 
-/** Everything before the system can start. */
-export async function setup({ skipBuild = false } = {}) {
+/** Everything before the system can start; `servers: false` leaves the servers to the caller. */
+export async function setup({ skipBuild = false, servers = true } = {}) {
   ensureInstalled();
   if (!skipBuild) build();
-  const urls = await ensureInfrastructure();
+  const urls = servers ? await ensureInfrastructure() : {};
   return { ...urls, masterKey: masterKey(), internalKey: internalKey(), version: buildVersion() };
 }

@@ -16,7 +16,9 @@
 // Concurrent callers serialise through lock files in .cache/locks/: only one starts a server.
 //
 // Fault tests: startPrivateRedis / startPrivateNats / startPrivateFerretdb each return
-// { url, port, pid, stop(), start() } for a server of their own on a free (or given) port.
+// { url, port, pid, stop(), start() } for a server of their own on a free (or given) port. Under
+// TEST_INFRA=containers each is a container instead (scripts/lib/containers.mjs; MongoDB 7 for
+// startPrivateFerretdb) behind the same handle, and `pid` is null.
 
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -114,8 +116,8 @@ export async function probeMongo(port = PORTS.mongo, host = HOST) {
   return reply !== null && reply.length >= 16 && reply.readInt32LE(8) === id && reply.readInt32LE(12) === 2013;
 }
 
-// Polls `check` until it returns truthy; fails early if `child` exits first.
-async function waitFor(check, { what, timeoutMs = 60_000, child = null, logFile = null }) {
+/** Polls `check` until it returns truthy; fails early if `child` exits first. */
+export async function waitFor(check, { what, timeoutMs = 60_000, child = null, logFile = null }) {
   const deadline = Date.now() + timeoutMs;
   let exited = null;
   const onExit = (code, signal) => { exited = { code, signal }; };
@@ -367,6 +369,12 @@ export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}
 // Private instances for fault tests: foreground children of this process (killed when it exits),
 // each on its own port, stoppable and restartable with the same data.
 
+// Under TEST_INFRA=containers: the private container of that kind, else null (a local process).
+async function privateContainer(kind, port) {
+  const containers = await import('./lib/containers.mjs');
+  return containers.testInfraMode() === 'containers' ? containers.startPrivateContainer(kind, { port }) : null;
+}
+
 const privateChildren = new Set();
 process.on('exit', () => { for (const c of privateChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } } });
 
@@ -433,6 +441,8 @@ function privateServer({ name, port, url, command, args, ready, logFile, env }) 
  * so stop() + start() keeps it even after a SIGKILL.
  */
 export async function startPrivateRedis({ port, dir, root = DEFAULT_ROOT } = {}) {
+  const contained = await privateContainer('redis', port);
+  if (contained) return contained;
   port ??= await freePort();
   dir = path.resolve(dir ?? path.join(root, '.cache', 'private', `redis-${port}`));
   fs.mkdirSync(dir, { recursive: true });
@@ -446,6 +456,8 @@ export async function startPrivateRedis({ port, dir, root = DEFAULT_ROOT } = {})
 
 /** A private nats-server with JetStream on loopback; streams persist in `storeDir`. */
 export async function startPrivateNats({ port, storeDir, root = DEFAULT_ROOT } = {}) {
+  const contained = await privateContainer('nats', port);
+  if (contained) return contained;
   port ??= await freePort();
   storeDir = path.resolve(storeDir ?? path.join(root, '.cache', 'private', `nats-${port}`));
   fs.mkdirSync(storeDir, { recursive: true });
@@ -461,9 +473,12 @@ export async function startPrivateNats({ port, storeDir, root = DEFAULT_ROOT } =
  * A private FerretDB on loopback. Backend as the shared one (PostgreSQL database feeds_ferretdb
  * when PostgreSQL answers: use distinct MongoDB database names per test), else SQLite in `dir`.
  * Options: backend ('auto' | 'postgresql' | 'sqlite'), gin (companion GIN indexes, default
- * true), postgresqlUrl, logLevel.
+ * true), postgresqlUrl, logLevel. Under TEST_INFRA=containers a MongoDB 7 container instead, the
+ * storage the rest of that run uses, unless a backend is asked for by name (FerretDB is wanted).
  */
 export async function startPrivateFerretdb({ port, dir, backend = 'auto', gin = true, postgresqlUrl, logLevel = 'warn', root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  const contained = backend === 'auto' ? await privateContainer('mongo', port) : null;
+  if (contained) return contained;
   port ??= await freePort();
   dir = path.resolve(dir ?? path.join(root, '.cache', 'private', `ferretdb-${port}`));
   fs.mkdirSync(dir, { recursive: true });

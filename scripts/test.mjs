@@ -1,10 +1,27 @@
 // `npm test`: the same set-up as `npm start`, then every check and every test.
+// TEST_INFRA=containers: the tests run on MongoDB, NATS and Redis in containers (lib/containers.mjs).
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { checkAlertRules, log, root, run, setup } from "./lib/setup.mjs";
+import { prepareContainers, testInfraMode } from "./lib/containers.mjs";
+import { checkAlertRules, ensureInstalled, log, root, run, setup } from "./lib/setup.mjs";
 
-const infra = await setup();
+let mode;
+try {
+  mode = testInfraMode();
+} catch (e) {
+  log(e.message);
+  process.exit(2);
+}
+// Before anything else: is there a container engine? Without one the checks below still run and
+// no test does (every test file talks to the servers), and the reason is printed.
+let containers = null;
+if (mode === "containers") {
+  ensureInstalled(); // testcontainers comes from node_modules
+  containers = await prepareContainers();
+  log("skipped" in containers ? `${containers.skipped}: the checks run, no test does` : `container engine: ${containers.engine}`);
+}
+const infra = await setup({ servers: mode === "local" });
 run(process.execPath, [join(root, "scripts", "check-proto.mjs")]);
 log("type-checking the tests");
 const tsc = join(root, "node_modules", ".bin", "tsc");
@@ -16,6 +33,12 @@ for (const dir of ["sdk/test", "kit/test", "gateway/test", "system/test", ...ser
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
 checkAlertRules();
+if (containers && "skipped" in containers) {
+  process.stdout.write(`${containers.skipped}\n0 passed, 0 failed\n`);
+  process.exit(0);
+}
+const servers = containers ? await containers.start({ log }) : null;
+if (servers) Object.assign(infra, { mongoUrl: servers.mongoUrl, natsUrl: servers.natsUrl, redisUrl: servers.redisUrl });
 log("vitest");
 const report = join(root, ".cache", "vitest-report.json");
 const passedThrough = process.argv.slice(2);
@@ -31,6 +54,7 @@ const vitest = spawnSync(join(root, "node_modules", ".bin", "vitest"), ["run", "
     BUILD_VERSION: infra.version,
   },
 });
+await servers?.stop();
 // One plain closing line for CI, whatever the reporter printed.
 try {
   const r = JSON.parse(readFileSync(report, "utf8"));

@@ -70,8 +70,14 @@ const hasPromtool = () => spawnSync("promtool", ["--version"], { stdio: "ignore"
 export function ensurePromtool() {
   if (hasPromtool()) return;
   log("installing promtool (apt-get install prometheus)…");
+  // Not root (a CI runner's user): through passwordless sudo where there is one.
+  const asRoot = process.getuid?.() === 0 ? [] : ["sudo", "-n", "env", "DEBIAN_FRONTEND=noninteractive"];
   const apt = (...args) =>
-    spawnSync("apt-get", args, { cwd: root, stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } }).status === 0;
+    spawnSync(asRoot[0] ?? "apt-get", [...asRoot.slice(1), ...(asRoot.length ? ["apt-get"] : []), ...args], {
+      cwd: root,
+      stdio: "inherit",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    }).status === 0;
   const install = () => apt("install", "-y", "--no-install-recommends", "prometheus");
   if (!install() && !(apt("update") && install())) {
     throw new Error("promtool is missing and `apt-get install prometheus` failed (no package manager, not root, or no registry): install promtool and run again");
@@ -92,10 +98,10 @@ export async function ensureInfrastructure() {
   return ensureInfra({ root, log });
 }
 
-/** Everything before the system can start. */
-export async function setup({ skipBuild = false } = {}) {
+/** Everything before the system can start; `servers: false` leaves the servers to the caller. */
+export async function setup({ skipBuild = false, servers = true } = {}) {
   ensureInstalled();
   if (!skipBuild) build();
-  const urls = await ensureInfrastructure();
+  const urls = servers ? await ensureInfrastructure() : {};
   return { ...urls, masterKey: masterKey(), internalKey: internalKey(), version: buildVersion() };
 }

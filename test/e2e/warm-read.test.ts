@@ -8,7 +8,7 @@ import { scrape, total } from "../support/metrics.js";
 // promoted records.
 
 const ROUTE = "GET /v1/feeds/:group/:id";
-const commandsOfRoute = async () => total(await scrape(), "feeds_mongodb_commands_total", { work: ROUTE });
+const commandsOfRoute = async (work = ROUTE) => total(await scrape(), "feeds_mongodb_commands_total", { work });
 
 describe("warm first page", () => {
   it("issues no database command once warm (server token: actor users, objects, promoted)", async () => {
@@ -79,5 +79,28 @@ describe("warm first page", () => {
       expect(page.body.promoted).toHaveLength(2);
     }
     expect(await commandsOfRoute()).toBe(before);
+  });
+
+  it("a warm notification page asks MongoDB for its page only (counts from the signal, actor users from the read cache)", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    const alice = await t.user("alice");
+    for (const id of ["alice", "bob", "carol"]) expect((await http("PUT", `/v1/users/${id}`, { token: server, body: { custom: { name: id } } })).status).toBe(201);
+    for (const id of ["bob", "carol"]) {
+      expect((await http("POST", `/v1/feeds/timeline/${id}/follows`, { token: server, body: { target: "user:alice", activity_copy_limit: 0 } })).status).toBe(201);
+    }
+    const read = () => http("GET", "/v1/notifications?limit=20", { token: alice });
+    for (let i = 0; (await read()).body.unseen !== 2; i++) {
+      expect(i).toBeLessThan(100);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    for (let i = 0; i < 2; i++) expect((await read()).status).toBe(200);
+    const before = await commandsOfRoute("GET /v1/notifications");
+    for (let i = 0; i < 10; i++) {
+      const page = await read();
+      expect(page.body).toMatchObject({ unseen: 2, unread: 2 });
+      expect(page.body.results.map((n: { actor_user: { id: string } }) => n.actor_user.id).sort()).toEqual(["bob", "carol"]);
+    }
+    expect(await commandsOfRoute("GET /v1/notifications")).toBe(before + 10);
   });
 });

@@ -398,3 +398,18 @@ export async function bareMongo() {
 /** Environment that preloads the CPU profiler SIGUSR2 toggles (cpu-profile-preload.mjs); none without a directory. */
 export const profilerEnv = (cpuProfDir) =>
   cpuProfDir ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {};
+
+/**
+ * MongoDB commands a process's driver has started for `work` (a route template such as
+ * `GET /v1/feeds/:group/:id`), summed over command names: feeds_mongodb_commands_total of its
+ * Prometheus endpoint (kit's metrics, command monitoring).
+ */
+export async function mongoCommands(metricsUrl, work) {
+  const text = await (await fetch(metricsUrl)).text();
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("feeds_mongodb_commands_total{") || !line.includes(`work="${work}"`)) continue;
+    sum += Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return sum;
+}

@@ -7,7 +7,7 @@
 // (each floor round inserts as many documents as the reaction round before it created). After
 // the load, every activity's reaction_counts must equal its reaction records.
 import { join } from "node:path";
-import { api, benchDir, mongoCommands, startNode } from "./lib.mjs";
+import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { copyIndexes, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
 
 export async function runReactions({ infra, log, activities = 50, rounds = 4, roundS = 3, warmupS = 1, connections = 10 }) {
@@ -39,7 +39,7 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
     const ROUTE = "POST /v1/activities/:id/reactions";
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
     const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
-    const commands = (await mongoCommands(metricsUrl, ROUTE)) - commandsBefore;
+    const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
 
@@ -62,7 +62,10 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
     log(
       `  after the load: ${records} reactions stored, reaction_counts sum to ${counted} (every activity exact), versions sum to ${versions}; ` +
         `floor inserted ${floorInserted} documents; ${(records / activities).toFixed(0)} reactions per activity; ` +
-        `${commands} MongoDB commands for ${ROUTE} = ${(commands / records).toFixed(1)} per reaction (the background's not counted)`,
+        `${commands} MongoDB commands for ${ROUTE} = ${(commands / records).toFixed(1)} per reaction (the background's not counted): ` +
+        Object.entries(byName)
+          .map(([k, n]) => `${k} ${(n / records).toFixed(1)}`)
+          .join(", "),
     );
     return {
       namespace: c.namespace,
@@ -75,6 +78,7 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
       stored: { reactions: records, counted, versions, floorInserted },
       // Every request of the load created a reaction (warm-up included): commands per reaction.
       commandsPerReaction: commands / records,
+      commandsByName: byName,
       ratio: r.targets.reactions.rps / r.targets.floor.rps,
     };
   });

@@ -7,7 +7,7 @@
 // the page's throughput beside a bare Fastify hello (bare-hello.mjs) loaded in the same rounds,
 // taking turns (the ratio is reported; no target).
 import { join } from "node:path";
-import { api, benchDir, mongoCommands, startNode } from "./lib.mjs";
+import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { batch, fmt, load, machineNote, pool, range, until, userToken, withSystem } from "./system.mjs";
 
 const ROUTE = "GET /v1/feeds/:group/:id";
@@ -66,11 +66,11 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
     const before = await mongoCommands(metricsUrl, ROUTE);
     log(`  load: ${targets.map((t) => t.name).join(", ")}; ${connections} connections, ${warmupS} s warm-up each, ${rounds} × ${roundS} s rounds each, taking turns`);
     const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
-    const commands = (await mongoCommands(metricsUrl, ROUTE)) - before;
+    const { total: commands, byName } = commandsSince(before, await mongoCommands(metricsUrl, ROUTE));
     const warm = r.targets.warm;
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
-    log(`  MongoDB commands for ${ROUTE} over the load (warm-up and ${warm.sent} requests of the rounds): ${commands}`);
+    log(`  MongoDB commands for ${ROUTE} over the load (warm-up and ${warm.sent} requests of the rounds): ${commands} ${JSON.stringify(byName)}`);
     return {
       namespace: c.namespace,
       loadAverage: c.loadAverage,
@@ -79,6 +79,7 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
       warm,
       hello: r.targets.hello,
       commands,
+      commandsByName: byName,
       // Requests of the warm-up are not counted in `sent`: an upper bound per read.
       commandsPerRead: commands / warm.sent,
       ratio: warm.rps / r.targets.hello.rps,

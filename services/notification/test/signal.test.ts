@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectRedis, createLogger, type RedisConn } from "@feeds/kit";
 import { createNotificationSignal } from "../src/notifications/signal.js";
@@ -118,8 +119,9 @@ describe("the notification signal", () => {
   });
 
   it("a Redis that fails leaves the page's counts to the database", async () => {
-    const broken = { ...redis, redis: Object.assign(Object.create(redis.redis) as object, { feedsNotifyPeek: () => Promise.reject(new Error("down")) }) } as RedisConn;
-    const signal = createNotificationSignal({ redis: broken, log });
+    // The client as it is, but its signal script fails (as when Redis is down).
+    const failing = Object.assign(Object.create(redis.redis) as Redis, { feedsNotifyPeek: () => Promise.reject(new Error("down")) });
+    const signal = createNotificationSignal({ redis: { ...redis, redis: failing }, log });
     expect(await signal.current("t", "f", async () => ({ unseen: 3, unread: 4 }))).toEqual({ unseen: 3, unread: 4 });
   });
 

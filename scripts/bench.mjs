@@ -4,11 +4,15 @@
 // run is marked ERROR (or SKIP when its script is absent).
 //
 // Flags: --only=1,2,...  run only those benches (1 full path, 2 rpc, 3 memory, 4 ferretdb, 5 jwt,
-//                        6 feed reads, 7 fan-out, 8 add-activity throughput)
+//                        6 feed reads, 7 fan-out, 8 add-activity throughput, 9 reactions with
+//                        their counts, 10 notification page, 11 webhook deliveries, 12 warm
+//                        first page as a user with reactions and promoted records)
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
 //                        (bench 1, and benches 6 and 8 over their measured rounds)
-//        --rounds=N      measured rounds of bench 1 and 2 per case (default 4; bench 1 rounds are 2.5 s)
+//        --rounds=N      measured rounds per case of benches 1, 2, 6, 9, 10 and 12 (default 4;
+//                        bench 1 rounds are 2.5 s, the others' 3 s)
+//        --events=N      webhook events bench 11 delivers (default 3000)
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
@@ -19,6 +23,7 @@ const arg = (name) => process.argv.find((a) => a === `--${name}` || a.startsWith
 const only = arg("only")?.split(",").map(Number);
 const want = (n) => !only || only.includes(n);
 const rounds = Number(arg("rounds") ?? 4);
+const webhookEvents = Number(arg("events") ?? 3000);
 /** --cpu-prof: where the gateway's CPU profiles go (benches 1, 6 and 8). */
 const cpuProfDir = arg("cpu-prof") !== undefined ? join(root, ".cache", "bench", "prof") : undefined;
 if (cpuProfDir) mkdirSync(cpuProfDir, { recursive: true });
@@ -393,6 +398,132 @@ if (want(6) || want(7) || want(8)) {
       }
     }
   }
+}
+
+// 9 to 12 (issue 9): reactions, the notification page, webhook deliveries, the warm user page;
+// each on a one-process system and namespace of its own.
+{
+  const la = () => `load avg ${loadavg()[0].toFixed(2)}`;
+  const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} ms`;
+  const cpuOf = (x) =>
+    x.cpu ? `; server ${(x.cpu.serverCores * 100).toFixed(0)}% core, ${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req, db+redis ${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req` : "";
+  const errs = (x) => (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors` : "");
+  const bench = async (n, name, file, fn) => {
+    if (!want(n)) return;
+    const path = join(root, "test", "bench", file);
+    if (!existsSync(path)) return errorRow(name, new Error(`test/bench/${file} does not exist yet`), "SKIP");
+    await before(String(n));
+    try {
+      await fn(await import(pathToFileURL(path).href));
+    } catch (e) {
+      errorRow(name, e);
+    }
+  };
+
+  await bench(9, "9 reactions", "reactions.mjs", async (m) => {
+    log("bench 9: reactions with their count updates vs as many bare insertOnes");
+    const r = await m.runReactions({ infra, log, rounds });
+    raw.reactions = r;
+    const other = r.machine?.otherCores;
+    const b = "9 reactions";
+    row({ bench: b, other, figure: `bare Fastify, insertOne of the reaction document, as many per round as the reactions (${ms(r.floor)}${cpuOf(r.floor)}${errs(r.floor)}; ${la()})`, value: r.floor.rps, unit: "req/s" });
+    row({
+      bench: b,
+      other,
+      figure:
+        `POST reaction, many users × ${r.activities} activities, each answered after reaction_counts and version moved ` +
+        `(${ms(r.reactions)}${cpuOf(r.reactions)}${errs(r.reactions)}; ${r.stored.reactions} stored, counts exact; ${fmt(r.commandsPerReaction)} MongoDB commands each; no target given)`,
+      value: r.reactions.rps,
+      unit: "req/s",
+      floor: r.floor.rps,
+      ratio: r.ratio,
+      target: "none given",
+    });
+  });
+
+  await bench(10, "10 notifications", "notifications.mjs", async (m) => {
+    log("bench 10: the notification page vs bare Fastify + the same MongoDB queries");
+    const r = await m.runNotificationPage({ infra, log, rounds });
+    raw.notifications = r;
+    const other = r.machine?.otherCores;
+    const b = "10 notifications";
+    row({ bench: b, other, figure: `bare Fastify: page, 2 counts, actor users (${ms(r.floor)}${cpuOf(r.floor)}${errs(r.floor)}; ${la()})`, value: r.floor.rps, unit: "req/s" });
+    row({
+      bench: b,
+      other,
+      figure: `bare Fastify: page and 2 counts, no users query (info; ${ms(r.floorNoUsers)}${cpuOf(r.floorNoUsers)})`,
+      value: r.floorNoUsers.rps,
+      unit: "req/s",
+    });
+    row({
+      bench: b,
+      other,
+      figure: `GET /v1/notifications?limit=20, user token, 200 notifications (${ms(r.gateway)}${cpuOf(r.gateway)}${errs(r.gateway)})`,
+      value: r.gateway.rps,
+      unit: "req/s",
+      floor: r.floor.rps,
+      ratio: r.ratios.floor,
+      target: "≥ 100%",
+      status: status(r.ratios.floor >= 1 && !r.gateway.non2xx),
+    });
+  });
+
+  await bench(11, "11 webhooks", "webhooks.mjs", async (m) => {
+    log("bench 11: webhook deliveries to a local receiver vs fetch POST loops to it");
+    const r = await m.runWebhooks({ infra, log, events: webhookEvents });
+    raw.webhooks = r;
+    const other = r.machine?.otherCores;
+    const b = "11 webhooks";
+    row({ bench: b, other, figure: `fetch POST loop to the receiver, 1 at a time (info)`, value: r.fetch1, unit: "POST/s" });
+    row({
+      bench: b,
+      other,
+      figure: `fetch POST loops to the receiver, ${r.fetchParallel.loops} at a time (${fmt(r.fetchParallel.before)} before, ${fmt(r.fetchParallel.after)} after; mean; ${la()})`,
+      value: r.fetchParallel.mean,
+      unit: "POST/s",
+    });
+    row({
+      bench: b,
+      other,
+      figure:
+        `${r.events} events published → delivered, first publish to last distinct delivery (${fmt(r.seconds)} s, ${r.requests} requests; ` +
+        `system ${(r.systemCores * 100).toFixed(0)}% core, receiver ${(r.receiverCores * 100).toFixed(0)}%)`,
+      value: r.deliveries,
+      unit: "POST/s",
+      floor: r.fetchParallel.mean,
+      ratio: r.ratio,
+      target: "≥ 50%",
+      status: status(r.ratio >= 0.5),
+    });
+  });
+
+  await bench(12, "12 warm user page", "warm-page.mjs", async (m) => {
+    log("bench 12: warm first page as a user (own reactions, promoted) vs bare Fastify hello; MongoDB commands");
+    const r = await m.runWarmUserPage({ infra, log, rounds });
+    raw.warmUserPage = r;
+    const other = r.machine?.otherCores;
+    const b = "12 warm user page";
+    row({ bench: b, other, figure: `bare Fastify hello (${ms(r.hello)}${cpuOf(r.hello)}${errs(r.hello)}; ${la()})`, value: r.hello.rps, unit: "req/s" });
+    row({
+      bench: b,
+      other,
+      figure: `warm page 1 as the reader: own_reactions, reaction_counts, 2 promoted, actor users, objects (${ms(r.warm)}${cpuOf(r.warm)}${errs(r.warm)}; ratio was 0.009)`,
+      value: r.warm.rps,
+      unit: "req/s",
+      floor: r.hello.rps,
+      ratio: r.ratio,
+      ratioUnit: "×",
+      target: "report",
+    });
+    row({
+      bench: b,
+      figure: `MongoDB commands per warm read (${r.commands} over the load's warm-up and ${r.warm.sent} measured requests; command monitoring)`,
+      value: r.commandsPerRead,
+      unit: "commands",
+      target: "0",
+      status: status(r.commands === 0 && !r.warm.non2xx),
+    });
+  });
 }
 
 function fmt(v) {

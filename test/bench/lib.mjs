@@ -398,3 +398,29 @@ export async function bareMongo() {
 /** Environment that preloads the CPU profiler SIGUSR2 toggles (cpu-profile-preload.mjs); none without a directory. */
 export const profilerEnv = (cpuProfDir) =>
   cpuProfDir ? { NODE_OPTIONS: `--import=${join(benchDir, "cpu-profile-preload.mjs")}`, BENCH_CPU_PROF_DIR: cpuProfDir } : {};
+
+/**
+ * MongoDB commands a process's driver has started for `work` (a route template such as
+ * `GET /v1/feeds/:group/:id`), by command name: feeds_mongodb_commands_total of its Prometheus
+ * endpoint (kit's metrics, command monitoring). `total` sums them.
+ */
+export async function mongoCommands(metricsUrl, work) {
+  const text = await (await fetch(metricsUrl)).text();
+  const byName = {};
+  let total = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("feeds_mongodb_commands_total{") || !line.includes(`work="${work}"`)) continue;
+    const n = Number(line.slice(line.lastIndexOf(" ") + 1));
+    const name = /command="([^"]*)"/.exec(line)?.[1] ?? "?";
+    byName[name] = (byName[name] ?? 0) + n;
+    total += n;
+  }
+  return { total, byName };
+}
+
+/** Commands of `after` minus those of `before` (two mongoCommands answers). */
+export function commandsSince(before, after) {
+  const byName = {};
+  for (const [k, n] of Object.entries(after.byName)) if (n - (before.byName[k] ?? 0) > 0) byName[k] = n - (before.byName[k] ?? 0);
+  return { total: after.total - before.total, byName };
+}

@@ -3,8 +3,14 @@
 // pipelining 1. It announces each round, so that a bench can act between rounds (flush caches
 // during a "cold" round, read CPU per target).
 //
-// argv[2]: JSON {targets: [{name, url, method?, headers?, body?, requests?, roundS?, prime?}],
-//   connections, warmupS, roundS, rounds, pauseMs?, sequential?}
+// argv[2]: JSON {targets: [{name, url, method?, headers?, body?, requests?, make?, amountFrom?,
+//   roundS?, prime?}], connections, warmupS, roundS, rounds, pauseMs?, sequential?}
+// make: {module, args}: every request of the target (warm-up and rounds, all connections) is
+//   `request(n, args)` of that module ({method?, path, headers?, body?}), n counting from 0 and
+//   never repeating: requests that must each be new (a reaction per user and activity).
+// amountFrom: the name of another target; each measured round of this one sends as many
+//   requests as that target's previous round answered 2xx (a floor doing the same number of
+//   writes), however long they take; without such a round yet, a round of `roundS`.
 // Default: each target warmed up, then the targets take turns for `rounds` rounds (A B C A B C …),
 // so that a machine shared with other work skews them alike; {"phase":"measure"} marks the start.
 // sequential: each target in turn gets its warm-up and then all its rounds (write loads, whose
@@ -22,7 +28,19 @@ import { sleep, summarizeTargets } from "./lib.mjs";
 const opts = JSON.parse(process.argv[2] ?? "{}");
 const emit = (m) => process.stdout.write(`${JSON.stringify(m)}\n`);
 
-function once(target, seconds, sink) {
+/** Target name → the request maker of its `make` (a counter shared by all its connections). */
+const makers = {};
+for (const t of opts.targets) {
+  if (!t.make) continue;
+  const { request } = await import(t.make.module);
+  let n = 0;
+  makers[t.name] = () => {
+    const r = request(n++, t.make.args);
+    return { ...r, body: r.body === undefined || typeof r.body === "string" ? r.body : JSON.stringify(r.body) };
+  };
+}
+
+function once(target, seconds, sink, amount) {
   return new Promise((resolve, reject) => {
     const o = {
       url: target.url,
@@ -30,15 +48,24 @@ function once(target, seconds, sink) {
       headers: target.headers ?? {},
       connections: opts.connections,
       pipelining: 1,
-      duration: seconds,
       timeout: 10,
     };
+    if (amount) o.amount = Math.max(amount, opts.connections);
+    else o.duration = seconds;
     if (target.body !== undefined) o.body = typeof target.body === "string" ? target.body : JSON.stringify(target.body);
     if (target.requests) o.requests = target.requests;
+    const make = makers[target.name];
+    if (make) o.requests = [{ setupRequest: (req) => ({ ...req, ...make() }) }];
     let slowest = 0;
-    const inst = autocannon(o, (err, res) => (err ? reject(err) : resolve(Object.assign(res, { slowest }))));
+    const t0 = performance.now();
+    let last = t0;
+    // With `amount`, autocannon notices the end on its 1 s ticker and reports that as its
+    // duration: the round's time is then until its last response.
+    const done = (res) => Object.assign(res, { slowest, ...(amount ? { duration: (last - t0) / 1000 } : {}) });
+    const inst = autocannon(o, (err, res) => (err ? reject(err) : resolve(done(res))));
     // autocannon's own histogram has 1 ms resolution: keep every response time (float ms).
     inst.on("response", (_client, statusCode, _bytes, responseTime) => {
+      last = performance.now();
       slowest = Math.max(slowest, responseTime);
       if (!sink) return;
       sink.statuses[statusCode] = (sink.statuses[statusCode] ?? 0) + 1;
@@ -48,7 +75,7 @@ function once(target, seconds, sink) {
 }
 
 const acc = Object.fromEntries(
-  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0 }]),
+  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0, lastOk: 0 }]),
 );
 const settle = (res) => sleep(Math.min(5000, res.slowest));
 async function warmup(t) {
@@ -63,7 +90,7 @@ async function round(t, r) {
   if (t.prime) await fetch(t.prime.url, { headers: t.prime.headers ?? {} }).then((res) => res.arrayBuffer()).catch(() => undefined);
   const before = a.latencies.length;
   const cpu0 = process.cpuUsage();
-  const res = await once(t, t.roundS ?? opts.roundS, a);
+  const res = await once(t, t.roundS ?? opts.roundS, a, t.amountFrom ? acc[t.amountFrom].lastOk : undefined);
   const cpu = process.cpuUsage(cpu0);
   a.cpuS += (cpu.user + cpu.system) / 1e6;
   a.seconds += res.duration;
@@ -71,7 +98,8 @@ async function round(t, r) {
   a.errors += res.errors;
   a.timeouts += res.timeouts;
   a.sent += res.requests.sent;
-  a.roundRps.push((a.latencies.length - before) / res.duration);
+  a.lastOk = a.latencies.length - before;
+  a.roundRps.push(a.lastOk / res.duration);
   emit({ phase: "roundEnd", target: t.name, round: r, ok: a.latencies.length - before, sent: res.requests.sent, seconds: res.duration });
   await settle(res);
   emit({ phase: "settled", target: t.name, round: r });

@@ -1,20 +1,17 @@
-// The notification page, measured: GET /v1/notifications?limit=20 through the gateway (user
-// token; the notification service runs its keyset query and two counts, identity answers the
-// actors from its read cache) beside a bare Fastify route issuing the same MongoDB queries
-// (bare-notifications.mjs), with and without reading the actors' user records from MongoDB.
-// One-process system on a fresh namespace (dropped afterwards); 200 notifications for one owner
-// (50 real follows and 150 reactions as the engagement service publishes them) from 50 users.
+// Bench 10 of `npm run bench`: the notification page, GET /v1/notifications?limit=20 through the
+// gateway (user token: the notification service reads its keyset page, the owner's counts from
+// the Redis signal, and identity answers the actors from its read cache), beside a bare Fastify
+// route issuing the same MongoDB queries (bare-notifications.mjs: the page, the two counts, the
+// actors' user records), and the same without the users query (info). One-process system on a
+// fresh namespace; 200 notifications for one owner (50 real follows, and 150 reactions published
+// as the engagement service publishes them) from 50 users with records.
 //
 //   node test/bench/notifications.mjs [--skip-build] [--rounds=4] [--connections=10]
-//
-// Standalone for now (the bench item folds it into `npm run bench`); exports runNotificationPage.
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { pathToFileURL } from "node:url";
-import { SignJWT } from "jose";
-import { MongoClient } from "mongodb";
-import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started, systemEnv } from "./lib.mjs";
+import { api, benchDir, sleep, startNode } from "./lib.mjs";
+import { fmt, load, machineNote, userToken, withSystem } from "./system.mjs";
 
 const OWNER = "reader";
 const USERS = 50;
@@ -22,72 +19,58 @@ const NOTIFICATIONS = 200;
 
 export async function runNotificationPage({ infra, log, rounds = 4, roundS = 3, warmupS = 1, connections = 10 }) {
   const { connectNats, newEvent, publishEvents } = await import("@feeds/kit");
-  const { newNamespace } = await namespaceHelpers();
-  const namespace = newNamespace("bench");
-  const env = systemEnv(infra, namespace);
-  const system = await startSystem({ env });
-  for (const p of system.processes) started.add(p.child);
-  const mongo = new MongoClient(infra.mongoUrl, { serverSelectionTimeoutMS: 3000, maxPoolSize: 4 });
-  const nats = await connectNats({ NATS_URL: infra.natsUrl, FEEDS_NAMESPACE: namespace }, "bench");
-  let bare;
-  try {
-    await mongo.connect();
-    const { token: staff } = await api(system.url, "POST", "/operator/login", { body: { email: env.BOOTSTRAP_STAFF_EMAIL, password: env.BOOTSTRAP_STAFF_PASSWORD } });
-    const created = await api(system.url, "POST", "/admin/tenants", { token: staff, body: { name: "notifications bench", rate_limit_per_minute: 10_000_000 } });
-    const tenant = { id: created.tenant.id, apiKey: created.tenant.api_key, secret: created.api_secret };
-    const server = await serverToken(tenant.apiKey, tenant.secret);
-    const user = await new SignJWT({ user_id: OWNER })
-      .setProtectedHeader({ alg: "HS256", kid: tenant.apiKey })
-      .setIssuedAt()
-      .setExpirationTime("2h")
-      .sign(new TextEncoder().encode(tenant.secret));
-    for (let i = 0; i < USERS; i++) await api(system.url, "PUT", `/v1/users/u${i}`, { token: server, body: { custom: { name: `User ${i}`, avatar: `https://img.example/u${i}.png` } } });
-    for (let i = 0; i < USERS; i++) await api(system.url, "POST", `/v1/feeds/timeline/u${i}/follows`, { token: server, body: { target: `user:${OWNER}`, activity_copy_limit: 0 } });
-    const t0 = Date.now() - 3_600_000;
-    await publishEvents(
-      nats,
-      Array.from({ length: NOTIFICATIONS - USERS }, (_, i) => {
-        const at = new Date(t0 + i * 1000);
-        const by = `u${i % USERS}`;
-        const data = { id: randomUUID(), activity_id: randomUUID(), user_id: by, kind: "like", created_at: at.toISOString() };
-        return newEvent("reaction.added", tenant.id, data, { at, meta: { activity_actor: `user:${OWNER}`, actor: `user:${by}` } });
-      }),
-    );
-    const coll = mongo.db(namespace).collection("notifications");
-    for (let tries = 0; (await coll.countDocuments({ tenant_id: tenant.id, owner: OWNER })) < NOTIFICATIONS; tries++) {
+  return withSystem(infra, log, "bench 10", async (c) => {
+    const { token: server } = c.tenant;
+    const nats = await connectNats({ NATS_URL: infra.natsUrl, FEEDS_NAMESPACE: c.namespace }, "bench");
+    try {
+      for (let i = 0; i < USERS; i++) await api(c.url, "PUT", `/v1/users/u${i}`, { token: server, body: { custom: { name: `User ${i}`, avatar: `https://img.example/u${i}.png` } } });
+      for (let i = 0; i < USERS; i++) await api(c.url, "POST", `/v1/feeds/timeline/u${i}/follows`, { token: server, body: { target: `user:${OWNER}`, activity_copy_limit: 0 } });
+      const t0 = Date.now() - 3_600_000;
+      await publishEvents(
+        nats,
+        Array.from({ length: NOTIFICATIONS - USERS }, (_, i) => {
+          const at = new Date(t0 + i * 1000);
+          const by = `u${i % USERS}`;
+          const data = { id: randomUUID(), activity_id: randomUUID(), user_id: by, kind: "like", created_at: at.toISOString() };
+          return newEvent("reaction.added", c.tenant.id, data, { at, meta: { activity_actor: `user:${OWNER}`, actor: `user:${by}` } });
+        }),
+      );
+    } finally {
+      await nats.close().catch(() => undefined);
+    }
+    const coll = c.db.collection("notifications");
+    for (let tries = 0; (await coll.countDocuments({ tenant_id: c.tenant.id, owner: OWNER })) < NOTIFICATIONS; tries++) {
       if (tries > 600) throw new Error("the notifications did not all arrive");
       await sleep(100);
     }
     log(`  set-up: ${NOTIFICATIONS} notifications of ${OWNER} (${USERS} follows, ${NOTIFICATIONS - USERS} reactions) from ${USERS} users with records`);
 
-    bare = startNode(join(benchDir, "bare-notifications.mjs"), { env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: namespace, BENCH_TENANT: tenant.id }, name: "bare-notifications" });
+    const bare = c.helper(
+      startNode(join(benchDir, "bare-notifications.mjs"), { env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id }, name: "bare-notifications" }),
+    );
     const { url: bareUrl } = await bare.ready;
+    const user = await userToken(c.tenant, OWNER);
     const path = "/v1/notifications?limit=20";
-    const full = await api(system.url, "GET", path, { token: user });
+    const full = await api(c.url, "GET", path, { token: user });
     const floor = await api(bareUrl, "GET", `${path}&owner=${OWNER}`);
-    const same = (a, b) => JSON.stringify(a.results.map((n) => [n.id, n.actor_user])) === JSON.stringify(b.results.map((n) => [n.id, n.actor_user]));
-    if (!same(full, floor) || full.unseen !== floor.unseen || full.unseen !== NOTIFICATIONS) throw new Error("the gateway and the floor answer different pages");
+    const page = (p) => JSON.stringify(p.results.map((n) => [n.id, n.actor_user]));
+    if (page(full) !== page(floor) || full.unseen !== floor.unseen || full.unread !== floor.unread || full.unseen !== NOTIFICATIONS) {
+      throw new Error(`the gateway and the floor answer different pages (unseen ${full.unseen} vs ${floor.unseen})`);
+    }
 
     const targets = [
-      { name: "gateway", url: `${system.url}${path}`, headers: { authorization: `Bearer ${user}` } },
-      { name: "floor", url: `${bareUrl}${path}&owner=${OWNER}` },
-      { name: "floorNoUsers", url: `${bareUrl}${path}&owner=${OWNER}&users=0` },
+      { name: "gateway", url: `${c.url}${path}`, headers: { authorization: `Bearer ${user}` }, pid: c.gatewayPid },
+      { name: "floor", url: `${bareUrl}${path}&owner=${OWNER}`, pid: bare.child.pid },
+      { name: "floorNoUsers", url: `${bareUrl}${path}&owner=${OWNER}&users=0`, pid: bare.child.pid },
     ];
     log(`  load: ${targets.map((t) => t.name).join(", ")}; ${connections} connections, ${warmupS} s warm-up each, ${rounds} × ${roundS} s rounds each, taking turns`);
-    const w = startNode(join(benchDir, "load-worker.mjs"), { args: [JSON.stringify({ targets, connections, warmupS, roundS, rounds, pauseMs: 100 })], name: "load-worker" });
-    const r = await w.result;
-    const fmt = (x) => `${x.rps.toFixed(0)} req/s (rounds ${x.roundRps.map((v) => v.toFixed(0)).join(", ")}), p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms` + (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors` : "");
+    const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
+    log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
     const ratios = { floor: r.targets.gateway.rps / r.targets.floor.rps, floorNoUsers: r.targets.gateway.rps / r.targets.floorNoUsers.rps };
     log(`  gateway / floor: ${(ratios.floor * 100).toFixed(0)}%; gateway / floor without the users query: ${(ratios.floorNoUsers * 100).toFixed(0)}%`);
-    return { namespace, ...r.targets, ratios };
-  } finally {
-    await bare?.stop();
-    await system.stop();
-    await nats.close().catch(() => undefined);
-    await mongo.close().catch(() => undefined);
-    await dropNamespaceSafely(namespace, infra, log).catch((e) => log(`  ${e.message}`));
-  }
+    return { namespace: c.namespace, loadAverage: c.loadAverage, machine: r.machine, load: { connections, warmupS, roundS, rounds }, ...r.targets, ratios };
+  });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
@@ -96,4 +79,5 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const infra = await setup({ skipBuild: process.argv.includes("--skip-build") });
   const result = await runNotificationPage({ infra, log, rounds: arg("rounds", 4), connections: arg("connections", 10) });
   process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.exit(0);
 }

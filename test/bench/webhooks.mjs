@@ -1,97 +1,121 @@
-// Webhook deliveries per second to a local receiver, beside a plain fetch (undici) POST loop to
-// the same receiver. Standalone for now (`node test/bench/webhooks.mjs [events]`, after `tsc -b`,
-// with MongoDB-wire storage, NATS and Redis on their default loopback ports); `npm run bench`
-// takes it in later.
+// Bench 11 of `npm run bench`: webhook deliveries per second to a local receiver, beside an
+// undici (fetch) POST loop to the same receiver.
 //
-// The system runs in one process in a namespace of its own with one tenant and one destination.
-// N events are published straight onto the notify queue (as producers do); the figure is N over
-// the time from the first publish to the receiver's N-th verified-size delivery, so it covers the
-// notify worker (records, delivery tasks) and the delivery worker (sign, POST, record update).
-import { createServer } from "node:http";
+// The receiver runs in a process of its own (webhook-receiver.mjs). The system runs in one
+// process in a namespace of its own, with one tenant and one destination (the receiver). N
+// `webhook.test` events are published straight onto the notify queue (as producers do); the
+// figure is N over the time from the first publish to the receiver's N-th distinct webhook-id, so
+// it covers the notify worker (records, delivery tasks) and the delivery worker (sign, POST,
+// record update). Floor: N POSTs of a body of the same size by fetch from this process, 8 loops
+// at a time (the delivery worker's attempts in flight per destination), before and after the
+// deliveries (their mean); one loop at a time is shown too.
+//
+//   node test/bench/webhooks.mjs [--skip-build] [--events=3000]
+import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { startSystem } from "../../scripts/lib/system.mjs";
-import { ensureInfra } from "../../scripts/infra.mjs";
-import { connectNats, newEvent, publishEvents } from "../../kit/dist/index.js";
-import { api, dropNamespaceSafely, serverToken } from "./lib.mjs";
+import { pathToFileURL } from "node:url";
+import { api, benchDir, cpuMeter, sleep, startNode } from "./lib.mjs";
+import { withSystem } from "./system.mjs";
 
-const N = Number(process.argv[2] ?? 3000);
-const PARALLEL = 8; // the delivery worker's attempts in flight per destination
+/** The delivery worker's attempts in flight per destination. */
+const PARALLEL = 8;
 
-const received = { n: 0, at: 0 };
-const receiver = createServer((req, res) => {
-  req.resume();
-  req.on("end", () => {
-    received.n++;
-    received.at = Date.now();
-    res.writeHead(204).end();
-  });
-});
-await new Promise((r) => receiver.listen(0, "127.0.0.1", r));
-const target = `http://127.0.0.1:${receiver.address().port}/hook`;
-const body = JSON.stringify({ id: randomBytes(16).toString("hex"), type: "webhook.test", created_at: new Date().toISOString(), tenant_id: "t", data: { message: "x".repeat(200) } });
+async function count(receiver) {
+  return (await fetch(`${receiver}/count`)).json();
+}
 
-async function fetchLoop(loops) {
-  received.n = 0;
-  const per = Math.ceil(N / loops);
+/** N POSTs to the receiver from `loops` fetch loops; answers POSTs per second. */
+async function fetchLoop(receiver, n, loops) {
+  await fetch(`${receiver}/reset`, { method: "POST" });
+  const body = JSON.stringify({ id: randomBytes(16).toString("hex"), type: "webhook.test", created_at: new Date().toISOString(), tenant_id: "t", data: { message: "x".repeat(200) } });
+  const per = Math.ceil(n / loops);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: loops }, async () => {
       for (let i = 0; i < per; i++) {
-        const r = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
+        const r = await fetch(`${receiver}/hook`, { method: "POST", headers: { "content-type": "application/json" }, body });
         await r.arrayBuffer();
       }
     }),
   );
-  return (per * loops) / ((performance.now() - t0) / 1000);
+  const perS = (per * loops) / ((performance.now() - t0) / 1000);
+  const got = await count(receiver);
+  if (got.requests !== per * loops) throw new Error(`the receiver counted ${got.requests} of ${per * loops} POSTs`);
+  return perS;
 }
 
-const infra = await ensureInfra({ log: () => undefined });
-const namespace = `bench_wh_${Date.now().toString(36)}`;
-const staff = { email: "staff@bench-wh.test", password: randomBytes(12).toString("base64url") };
-const system = await startSystem({
-  env: {
-    MONGO_URL: infra.mongoUrl,
-    NATS_URL: infra.natsUrl,
-    REDIS_URL: infra.redisUrl,
-    FEEDS_NAMESPACE: namespace,
-    FEEDS_MASTER_KEY: randomBytes(32).toString("base64"),
-    BOOTSTRAP_STAFF_EMAIL: staff.email,
-    BOOTSTRAP_STAFF_PASSWORD: staff.password,
-    WEBHOOK_ALLOW_PRIVATE: "1",
-    LOG_LEVEL: "warn",
-  },
-});
-try {
-  const fetch1 = await fetchLoop(1);
-  const fetchP = await fetchLoop(PARALLEL);
+export async function runWebhooks({ infra, log, events = 3000 }) {
+  const { connectNats, newEvent, publishEvents } = await import("@feeds/kit");
+  return withSystem(
+    infra,
+    log,
+    "bench 11",
+    async (c) => {
+      const rx = c.helper(startNode(join(benchDir, "webhook-receiver.mjs"), { name: "webhook-receiver" }));
+      const { url: receiver } = await rx.ready;
+      await fetchLoop(receiver, 300, PARALLEL); // warm-up: sockets, JIT
+      const fetch1 = await fetchLoop(receiver, events, 1);
+      const fetchBefore = await fetchLoop(receiver, events, PARALLEL);
+      log(`  fetch POST loops before: 1 at a time ${fetch1.toFixed(0)}/s, ${PARALLEL} at a time ${fetchBefore.toFixed(0)}/s`);
 
-  const login = await api(system.url, "POST", "/operator/login", { body: staff });
-  const created = await api(system.url, "POST", "/admin/tenants", { token: login.token, body: { name: "bench" } });
-  const token = await serverToken(created.tenant.api_key, created.api_secret);
-  await api(system.url, "POST", "/v1/webhooks", { token, body: { url: target } });
+      await api(c.url, "POST", "/v1/webhooks", { token: c.tenant.token, body: { url: `${receiver}/hook` } });
+      await fetch(`${receiver}/reset`, { method: "POST" });
+      const nats = await connectNats({ NATS_URL: infra.natsUrl, FEEDS_NAMESPACE: c.namespace }, "bench");
+      let published;
+      let t0;
+      let got;
+      let cpu;
+      try {
+        const list = Array.from({ length: events }, () => newEvent("webhook.test", c.tenant.id, { message: "x".repeat(200) }));
+        const meter = cpuMeter([c.gatewayPid, rx.child.pid]);
+        t0 = Date.now();
+        for (let i = 0; i < list.length; i += 200) await publishEvents(nats, list.slice(i, i + 200));
+        published = Date.now();
+        for (;;) {
+          got = await count(receiver);
+          if (got.ids >= events) break;
+          if (Date.now() - t0 > 300_000) throw new Error(`only ${got.ids} of ${events} delivered in 300 s`);
+          await sleep(20);
+        }
+        cpu = meter.end();
+      } finally {
+        await nats.close().catch(() => undefined);
+      }
+      const seconds = (got.lastAt - t0) / 1000;
+      const deliveries = events / seconds;
+      const fetchAfter = await fetchLoop(receiver, events, PARALLEL);
+      const floor = (fetchBefore + fetchAfter) / 2;
+      log(
+        `  ${events} events published in ${published - t0} ms; the ${events}th distinct delivery ${seconds.toFixed(2)} s after the first publish ` +
+          `(${got.requests} requests in all) = ${deliveries.toFixed(0)} deliveries/s; system ${(cpu.processCores[0] * 100).toFixed(0)}% core, ` +
+          `receiver ${(cpu.processCores[1] * 100).toFixed(0)}%, shared servers ${cpu.infraCores.toFixed(2)}, other people's work ${cpu.otherCores.toFixed(2)} cores`,
+      );
+      log(`  fetch POST loops after: ${PARALLEL} at a time ${fetchAfter.toFixed(0)}/s; ratio to the mean of ${PARALLEL} loops ${((deliveries / floor) * 100).toFixed(1)}%`);
+      return {
+        namespace: c.namespace,
+        loadAverage: c.loadAverage,
+        events,
+        seconds,
+        publishMs: published - t0,
+        requests: got.requests,
+        deliveries,
+        systemCores: cpu.processCores[0],
+        receiverCores: cpu.processCores[1],
+        machine: { machineCores: cpu.machineCores, infraCores: cpu.infraCores, otherCores: cpu.otherCores, otherTop: cpu.otherTop },
+        fetch1,
+        fetchParallel: { before: fetchBefore, after: fetchAfter, mean: floor, loops: PARALLEL },
+        ratio: deliveries / floor,
+      };
+    },
+    { env: { WEBHOOK_ALLOW_PRIVATE: "1" } },
+  );
+}
 
-  const nats = await connectNats({ NATS_URL: infra.natsUrl, FEEDS_NAMESPACE: namespace }, "bench");
-  received.n = 0;
-  const tenantId = created.tenant.id;
-  const t0 = performance.now();
-  const events = Array.from({ length: N }, () => newEvent("webhook.test", tenantId, { message: "x".repeat(200) }));
-  for (let i = 0; i < events.length; i += 200) await publishEvents(nats, events.slice(i, i + 200));
-  const published = performance.now();
-  while (received.n < N) {
-    if (performance.now() - t0 > 300_000) throw new Error(`only ${received.n} of ${N} delivered in 300 s`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const seconds = (received.at - (Date.now() - performance.now() + t0)) / 1000;
-  const webhooks = N / seconds;
-  await nats.close();
-  const row = (name, v) => `${name.padEnd(48)} ${Math.round(v).toString().padStart(7)} /s`;
-  console.log(`events: ${N} (published in ${Math.round(published - t0)} ms)`);
-  console.log(row("fetch POST loop, 1 at a time", fetch1));
-  console.log(row(`fetch POST loops, ${PARALLEL} at a time`, fetchP));
-  console.log(row("webhook deliveries (publish to last delivery)", webhooks));
-  console.log(`ratio to ${PARALLEL} fetch loops: ${(webhooks / fetchP * 100).toFixed(1)}%; to 1 loop: ${(webhooks / fetch1 * 100).toFixed(1)}%`);
-} finally {
-  await system.stop();
-  receiver.close();
-  await dropNamespaceSafely(namespace, infra, () => undefined);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const arg = (name, d) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);
+  const { setup, log } = await import("../../scripts/lib/setup.mjs");
+  const infra = await setup({ skipBuild: process.argv.includes("--skip-build") });
+  const result = await runWebhooks({ infra, log, events: arg("events", 3000) });
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.exit(0);
 }

@@ -536,6 +536,37 @@ describe("the change signal", () => {
       expect(await redis.hmget(key(t, "alice"), "unseen", "unread")).toEqual(["2", "2"]);
     });
 
+    it("the page counts from Redis, and from MongoDB while a change is in flight (its write may have landed)", async () => {
+      const t = await newTenant();
+      const alice = await t.user("alice");
+      await publishEvents(nats, [reactionEvent(t, { owner: "user:alice", by: "bob" })]);
+      await notified(await t.server(), "alice", 1);
+      await drained();
+      expect((await list(alice)).body).toMatchObject({ unseen: 1, unread: 1 });
+      // What Redis holds is what the page says while nothing is changing…
+      await redis.hset(key(t, "alice"), "unseen", "7");
+      expect((await list(alice)).body).toMatchObject({ unseen: 7, unread: 1 });
+      await redis.hset(key(t, "alice"), "unseen", "1");
+      // …and a writer between its intent and its finish, its record already stored, is counted.
+      await redis.zadd(`${inject("namespace")}:nsig-w:${t.id}:alice`, Date.now() + 60_000, "writer-in-flight");
+      await mongo.db(inject("namespace")).collection("notifications").insertOne({
+        _id: randomUUID() as never,
+        tenant_id: t.id,
+        owner: "alice",
+        verb: "follow",
+        actor: "user:zed",
+        object: "user:alice",
+        reaction_kind: null,
+        activity_id: null,
+        created_at: new Date(),
+        seen_at: null,
+        read_at: null,
+      });
+      const page = await list(alice);
+      expect(page.body.results).toHaveLength(2);
+      expect(page.body).toMatchObject({ unseen: 2, unread: 2 });
+    });
+
     it("a writer that died between MongoDB and Redis (its intent past its deadline) is caught up by the next read", async () => {
       const t = await newTenant();
       const alice = await t.user("alice");

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectRedis, createLogger, type RedisConn } from "@feeds/kit";
 import { createNotificationSignal } from "../src/notifications/signal.js";
+import { COUNTS_MAX_AGE_MS, INTENT_MS } from "../src/notifications/signal-scripts.js";
 import type { Counts } from "../src/notifications/notification-repository.js";
 
 // The notification signal's races against real Redis, with MongoDB's counts played by
@@ -92,5 +94,57 @@ describe("the notification signal", () => {
     const after = await signal.read("t", "c", async () => ({ unseen: 5, unread: 5 }));
     expect(after.version).toBeGreaterThan(v1);
     expect(after).toMatchObject({ unseen: 5, unread: 5 });
+  });
+
+  it("the page's counts are those of now: while a change is in flight they come from the database, then from Redis again", async () => {
+    const signal = createNotificationSignal({ redis, log });
+    let stored = 1;
+    const database = async (): Promise<Counts> => ({ unseen: stored, unread: stored });
+    expect(await signal.current("t", "e", database)).toEqual({ unseen: 1, unread: 1 });
+    expect(await signal.current("t", "e", noDatabase)).toEqual({ unseen: 1, unread: 1 });
+    // A change whose write has landed but which has not finished yet.
+    let finishWrite = () => undefined as void;
+    const writing = signal.change("t", "e", async () => {
+      stored++;
+      await new Promise<void>((r) => (finishWrite = r));
+    });
+    await sleep(50);
+    expect(await signal.current("t", "e", database)).toEqual({ unseen: 2, unread: 2 });
+    // The signal keeps the counts of its version until the change finishes and moves it.
+    expect(await signal.read("t", "e", noDatabase)).toMatchObject({ unseen: 1, unread: 1 });
+    finishWrite();
+    await writing;
+    expect(await signal.current("t", "e", database)).toEqual({ unseen: 2, unread: 2 });
+    expect(await signal.current("t", "e", noDatabase)).toEqual({ unseen: 2, unread: 2 });
+  });
+
+  it("a Redis that fails leaves the page's counts to the database", async () => {
+    // The client as it is, but its signal script fails (as when Redis is down).
+    const failing = Object.assign(Object.create(redis.redis) as Redis, { feedsNotifyPeek: () => Promise.reject(new Error("down")) });
+    const signal = createNotificationSignal({ redis: { ...redis, redis: failing }, log });
+    expect(await signal.current("t", "f", async () => ({ unseen: 3, unread: 4 }))).toEqual({ unseen: 3, unread: 4 });
+  });
+
+  it("counts filled before a dead writer's takeover are counted again after it; old counts are counted again", async () => {
+    let now = Date.now();
+    const signal = createNotificationSignal({ redis, log, now: () => now });
+    let stored = 0;
+    const database = async (): Promise<Counts> => ({ unseen: stored, unread: stored });
+    await signal.read("t", "g", database);
+    // A writer that registered its intent, then stalled past its deadline (its write still to land).
+    await redis.redis.zadd(redis.key("nsig-w", "t", "g"), now + INTENT_MS, "slow-writer");
+    now += INTENT_MS + 1;
+    expect(await signal.current("t", "g", database)).toEqual({ unseen: 0, unread: 0 }); // taken for dead, recounted
+    stored++; // its write lands after the takeover's recount, and it never finishes
+    now += 1000;
+    expect(await signal.current("t", "g", noDatabase)).toEqual({ unseen: 0, unread: 0 });
+    now += INTENT_MS;
+    expect(await signal.current("t", "g", database)).toEqual({ unseen: 1, unread: 1 });
+    expect(await signal.current("t", "g", noDatabase)).toEqual({ unseen: 1, unread: 1 });
+    // Counts gone wrong some other way (here: doctored) are counted again once old.
+    await redis.redis.hset(redis.key("nsig", "t", "g"), "unseen", "9");
+    expect(await signal.current("t", "g", noDatabase)).toEqual({ unseen: 9, unread: 1 });
+    now += COUNTS_MAX_AGE_MS + 1;
+    expect(await signal.current("t", "g", database)).toEqual({ unseen: 1, unread: 1 });
   });
 });

@@ -30,7 +30,7 @@ export const MARK_IDS_MAX = 100;
 
 export interface NotificationServiceDeps {
   notifications: Pick<NotificationRepository, "page" | "counts" | "mark">;
-  signal: Pick<NotificationSignal, "changeAndCount" | "read">;
+  signal: Pick<NotificationSignal, "changeAndCount" | "read" | "current">;
   /** Identity, for actor_user: one getUsers call per page. */
   peers: () => Pick<Clients, "users">;
 }
@@ -102,10 +102,14 @@ export function createNotificationService(deps: NotificationServiceDeps): Servic
       const owner = ownerOf(ctx, req.owner);
       const limit = pageLimit(req.page?.limit);
       const after = cursorOf(req.page?.cursor);
-      const [rows, counts] = await Promise.all([notifications.page(tenant, owner, limit, after), notifications.counts(tenant, owner)]);
+      const rows = await notifications.page(tenant, owner, limit, after);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      const users = await actorUsers(ctx, tenant, page);
+      // The counts after the page: they count at least every notification the page shows.
+      const [counts, users] = await Promise.all([
+        signal.current(tenant, owner, () => notifications.counts(tenant, owner)),
+        actorUsers(ctx, tenant, page),
+      ]);
       return {
         notifications: page.map((d) => toProto(d, users)),
         next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : "",

@@ -13,7 +13,12 @@ import { BEGIN, FILL, FINISH, INTENT_MS, PEEK } from "./signal-scripts.js";
 // - a fill lands only while the version is the one it was counted at, so a count that may
 //   predate a later change never overwrites that change's counts;
 // - a reader that finds an intent past its deadline (its writer died between MongoDB and
-//   `finish`) does what `finish` would have done; missing counts are recounted and filled.
+//   `finish`) does what `finish` would have done; missing counts are recounted and filled;
+// - the notification page wants the counts of now, not of the last finished change: while a
+//   change is in flight (its write may have landed) it counts in MongoDB (`current`);
+// - counts are counted again when older than COUNTS_MAX_AGE_MS, and once more after a reader
+//   took an intent for dead (its writer may only have been slow: its write can land after the
+//   takeover's recount), so no count that went wrong stays wrong for long.
 
 type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
@@ -21,8 +26,9 @@ export interface SignalState extends Counts {
   version: number;
 }
 
-export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }) {
+export function createNotificationSignal(deps: { redis: RedisConn; log: Logger; /** Epoch ms (tests move it). */ now?: () => number }) {
   const { redis: conn, log } = deps;
+  const clock = deps.now ?? Date.now;
   const script = (name: string, lua: string): Script => {
     if (!(name in conn.redis)) conn.redis.defineCommand(name, { lua });
     return (conn.redis as unknown as Record<string, Script>)[name]!.bind(conn.redis);
@@ -33,8 +39,16 @@ export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }
   const fill = script("feedsNotifyFill", FILL);
   const keys = (tenantId: string, owner: string) => [conn.key("nsig", tenantId, owner), conn.key("nsig-w", tenantId, owner)] as const;
 
-  async function fillAt(tenantId: string, owner: string, version: string, c: Counts) {
-    await fill(1, keys(tenantId, owner)[0], version, String(c.unseen), String(c.unread));
+  /** Stores counts counted at `version` (their count started at `countedAt`, epoch ms). */
+  async function fillAt(tenantId: string, owner: string, version: string, countedAt: number, c: Counts) {
+    await fill(1, keys(tenantId, owner)[0], version, String(c.unseen), String(c.unread), String(countedAt));
+  }
+
+  /** {v, unseen, unread, changing}: '' for counts to rebuild, changing the changes in flight. */
+  async function peekAt(tenantId: string, owner: string, now: number) {
+    const [hash, intents] = keys(tenantId, owner);
+    const [v, unseen, unread, changing] = (await peek(2, hash, intents, String(now))) as [string, string, string, string];
+    return { v, counts: unseen !== "" && unread !== "" ? { unseen: Number(unseen), unread: Number(unread) } : null, changing: Number(changing) };
   }
 
   /**
@@ -46,14 +60,14 @@ export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }
   async function change<T>(tenantId: string, owner: string, write: () => Promise<T>): Promise<{ result: T; version: string | null }> {
     const [hash, intents] = keys(tenantId, owner);
     const id = randomUUID();
-    await begin(1, intents, id, String(Date.now() + INTENT_MS), String(2 * INTENT_MS + 60_000));
+    await begin(1, intents, id, String(clock() + INTENT_MS), String(2 * INTENT_MS + 60_000));
     let version: string | null = null;
     let result: T;
     try {
       result = await write();
     } finally {
       // Also after a failed write: it may have landed in part.
-      version = (await finish(2, hash, intents, id, String(Date.now())).catch((err: unknown) => {
+      version = (await finish(2, hash, intents, id, String(clock())).catch((err: unknown) => {
         log.warn({ err: String(err), owner }, "notification signal left to its intent's deadline");
         return null;
       })) as string | null;
@@ -71,8 +85,9 @@ export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }
     /** `change`, then the owner's counts as `count` reads them after the write, filled in at its version. */
     async changeAndCount<T>(tenantId: string, owner: string, write: () => Promise<T>, count: () => Promise<Counts>): Promise<{ result: T; counts: Counts }> {
       const { result, version } = await change(tenantId, owner, write);
+      const countedAt = clock();
       const counts = await count();
-      if (version !== null) await fillAt(tenantId, owner, version, counts).catch(() => undefined);
+      if (version !== null) await fillAt(tenantId, owner, version, countedAt, counts).catch(() => undefined);
       return { result, counts };
     },
 
@@ -95,7 +110,8 @@ export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }
             run.again = false;
             const v = await conn.redis.hget(keys(tenantId, owner)[0], "v");
             if (v === null) return;
-            await fillAt(tenantId, owner, v, await count());
+            const countedAt = clock();
+            await fillAt(tenantId, owner, v, countedAt, await count());
           } while (run.again);
         } catch (err) {
           log.debug({ err: String(err), owner }, "notification counts left to the next reader");
@@ -107,14 +123,37 @@ export function createNotificationSignal(deps: { redis: RedisConn; log: Logger }
       return run.done;
     },
 
-    /** The owner's signal from Redis; counts rebuilt from `count` only when Redis has none. */
+    /**
+     * The owner's signal from Redis: the counts of the last finished change (a change in flight
+     * shows when it finishes, with its version); rebuilt from `count` only when Redis has none.
+     */
     async read(tenantId: string, owner: string, count: () => Promise<Counts>): Promise<SignalState> {
-      const [hash, intents] = keys(tenantId, owner);
-      const [v, unseen, unread] = (await peek(2, hash, intents, String(Date.now()))) as [string, string, string];
-      if (unseen !== "" && unread !== "") return { version: Number(v), unseen: Number(unseen), unread: Number(unread) };
-      const counts = await count();
-      await fillAt(tenantId, owner, v, counts);
-      return { version: Number(v), ...counts };
+      const now = clock();
+      const { v, counts } = await peekAt(tenantId, owner, now);
+      if (counts) return { version: Number(v), ...counts };
+      const counted = await count();
+      await fillAt(tenantId, owner, v, now, counted);
+      return { version: Number(v), ...counted };
+    },
+
+    /**
+     * The owner's counts as of now, for the notification page (call it after reading the page,
+     * so that they count at least what the page shows): from Redis when no change is in flight,
+     * else from `count`, as when Redis has none or fails.
+     */
+    async current(tenantId: string, owner: string, count: () => Promise<Counts>): Promise<Counts> {
+      const now = clock();
+      let peeked;
+      try {
+        peeked = await peekAt(tenantId, owner, now);
+      } catch (err) {
+        log.debug({ err: String(err), owner }, "notification counts from MongoDB: Redis failed");
+        return count();
+      }
+      if (peeked.counts && peeked.changing === 0) return peeked.counts;
+      const counted = await count();
+      if (!peeked.counts && peeked.changing === 0) await fillAt(tenantId, owner, peeked.v, now, counted).catch(() => undefined);
+      return counted;
     },
   };
 }

@@ -1,0 +1,33 @@
+// The floor of bench 9: a bare Fastify route doing what a reaction's write is at least, one
+// insertOne of the reaction document (the engagement service's shape and `_id`), into a scratch
+// collection with the reactions collection's indexes. No auth, no count, no lock, no event, no
+// RPC. Driver options of bare-fastify.mjs. Own process.
+//
+//   POST /v1/activities/:id/reactions {kind, user_id}   answers 201 with the document
+//
+// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_REACTIONS (the scratch collection).
+// Prints {"ready":true,"url":...}.
+import { randomUUID } from "node:crypto";
+import Fastify from "fastify";
+import { bareMongo, serveBare } from "./lib.mjs";
+
+const client = await bareMongo();
+const reactions = client.db(process.env.FEEDS_NAMESPACE).collection(process.env.BENCH_REACTIONS);
+const tenant = process.env.BENCH_TENANT;
+
+const app = Fastify({ logger: false });
+app.post("/v1/activities/:id/reactions", async (req, reply) => {
+  const { kind, user_id: userId } = req.body;
+  const doc = {
+    _id: `${tenant}/${req.params.id}/${userId}/${kind}`,
+    id: randomUUID(),
+    tenant_id: tenant,
+    activity_id: req.params.id,
+    user_id: userId,
+    kind,
+    created_at: new Date(),
+  };
+  await reactions.insertOne(doc);
+  return reply.code(201).send({ id: doc.id, activity_id: doc.activity_id, user_id: userId, kind, created_at: doc.created_at.toISOString() });
+});
+await serveBare(app, client);

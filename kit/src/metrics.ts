@@ -35,6 +35,8 @@ export interface Metrics {
   rateLimited: Counter<"kind">;
   /** Deliveries of a task this process received again (JetStream's count above one). */
   queueRedeliveries: Counter<"queue">;
+  /** Work-queue tasks this process finished, by queue, consumer and outcome. */
+  queueTasks: Counter<"queue" | "consumer" | "outcome">;
   /** Fan-out lag by tenant; only `fanoutLagTenants` decides the label. */
   fanoutLag: Histogram<"tenant">;
   fanoutLagTenants: TenantLabels;
@@ -87,6 +89,12 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
       name: "feeds_queue_redeliveries_total",
       help: "Work-queue deliveries this process received for a task delivered before",
       labelNames: ["queue"] as const,
+      registers,
+    }),
+    queueTasks: new Counter({
+      name: "feeds_queue_tasks_total",
+      help: "Work-queue tasks this process handled, by queue, consumer (fanout: worker, follow; notify: events; webhooks: deliveries) and outcome (done, retried, dead_lettered)",
+      labelNames: ["queue", "consumer", "outcome"] as const,
       registers,
     }),
     fanoutLag,

@@ -50,12 +50,15 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   let stopped = false;
   let alive = 0;
   const redeliveries = processMetrics().queueRedeliveries.labels({ queue });
+  const tasks = processMetrics().queueTasks;
+  const finished = (outcome: "done" | "retried" | "dead_lettered") => tasks.inc({ queue, consumer: o.durable, outcome });
 
   async function deadLetter(m: JsMsg, err: unknown) {
     log.error({ err, queue, deliveries: m.info.redeliveryCount }, "task dead-lettered");
     try {
       await nats.js.publish(nats.subject(`${queue}_dlq`, o.subject), m.data, { msgID: `dlq:${m.info.stream}:${m.seq}` });
       m.term();
+      finished("dead_lettered");
     } catch (e) {
       log.error({ err: e, queue }, "dead-lettering failed; will retry");
       m.nak(jitter(backoff[backoff.length - 1] ?? 1000));
@@ -67,11 +70,13 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     try {
       await o.handle(m);
       m.ack();
+      finished("done");
     } catch (err) {
       const deliveries = m.info.redeliveryCount;
       if (deliveries >= maxDeliver) return deadLetter(m, err);
       log.warn({ err, queue, deliveries }, "task failed; retrying");
       m.nak(jitter(backoff[Math.min(deliveries - 1, backoff.length - 1)] ?? 1000));
+      finished("retried");
     }
   }
 

@@ -24,7 +24,8 @@ export default defineConfig({
         test: {
           // The smoke subset, against the system split into one process per service.
           name: "e2e-split",
-          include: ["test/e2e/{conventions,auth,users,feeds,graph}.test.ts"],
+          // Plus what only the split shows: workers in processes of their own.
+          include: ["test/e2e/{conventions,auth,users,feeds,graph}.test.ts", "test/split/**/*.test.ts"],
           globalSetup: ["test/support/global-setup-split.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,

@@ -248,7 +248,7 @@ export async function buildGo({ name, what, srcDir, files, bin, pkg = '.', ldfla
     const expected = hash();
     const tmp = `${bin}.tmp-${process.pid}`;
     fs.mkdirSync(path.dirname(bin), { recursive: true });
-    const rel = path.relative(root, srcDir) || srcDir;
+    const rel = srcDir.startsWith(`${root}${path.sep}`) ? path.relative(root, srcDir) : srcDir;
     log(`building ${what} (go build ${pkg} in ${rel}${coldNote ? `; ${coldNote}` : ''})...`);
     const t0 = Date.now();
     const ticker = setInterval(() => log(`  still building ${what}... ${Math.round((Date.now() - t0) / 1000)}s`), 15_000);

@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{kit,sdk,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts"],
+          include: ["{kit,sdk,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/deploy/**/*.test.ts"],
         },
       },
       {
@@ -24,7 +24,8 @@ export default defineConfig({
         test: {
           // The smoke subset, against the system split into one process per service.
           name: "e2e-split",
-          include: ["test/e2e/{conventions,auth,users,feeds,graph,metrics-processes}.test.ts"],
+          // Plus what only the split shows: workers in processes of their own.
+          include: ["test/e2e/{conventions,auth,users,feeds,graph,metrics-processes}.test.ts", "test/split/**/*.test.ts"],
           globalSetup: ["test/support/global-setup-split.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,

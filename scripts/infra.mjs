@@ -217,52 +217,75 @@ function spawnDetached(cmd, args, logFile, opts = {}) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// FerretDB launcher build (cached by a hash of its sources).
+// Go builds: a package of a module under scripts/, into .cache/, rebuilt only when its sources
+// change (a hash of them beside the binary). The FerretDB launcher; helm and the manifest checker
+// (scripts/k8s-check/tools.mjs) are built the same way.
 
-const LAUNCHER_SRC = path.join(HERE, 'ferretdb');
-const LAUNCHER_FILES = ['go.mod', 'go.sum', 'main.go'];
-
-function launcherHash() {
+function sourcesHash(srcDir, files, extra) {
   const h = crypto.createHash('sha256');
-  for (const f of LAUNCHER_FILES) h.update(`${f}\0`).update(fs.readFileSync(path.join(LAUNCHER_SRC, f))).update('\0');
+  for (const f of files) h.update(`${f}\0`).update(fs.readFileSync(path.join(srcDir, f))).update('\0');
+  if (extra) h.update(`build\0${extra}`);
   return h.digest('hex');
 }
 
-/** Builds scripts/ferretdb into <root>/.cache/ferretdb/ferretdb-launcher unless up to date; returns its path. */
-export async function buildFerretdbLauncher({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
-  const dir = path.join(root, '.cache', 'ferretdb');
-  const bin = path.join(dir, 'ferretdb-launcher');
+/**
+ * `go build` of package `pkg` (default the module itself) of the Go module in `srcDir` into `bin`,
+ * unless `bin` was built from the same `files` (and `ldflags`); returns `bin`. Concurrent callers
+ * wait for one build (lock .cache/locks/<name>-build.lock); progress goes to `log`.
+ * @param {{ name: string, what: string, srcDir: string, files: string[], bin: string, pkg?: string,
+ *   ldflags?: string, env?: Record<string, string>, coldNote?: string, root?: string, log?: (m: string) => void }} o
+ */
+export async function buildGo({ name, what, srcDir, files, bin, pkg = '.', ldflags = '', env = {}, coldNote = '', root = DEFAULT_ROOT, log = defaultLog }) {
   const hashFile = `${bin}.sha256`;
+  // Build settings other than the sources count only when given (the launcher's hash predates them).
+  const extra = pkg !== '.' || ldflags || Object.keys(env).length ? JSON.stringify({ pkg, ldflags, env }) : '';
+  const hash = () => sourcesHash(srcDir, files, extra);
   const upToDate = () => {
-    try { return fs.existsSync(bin) && fs.readFileSync(hashFile, 'utf8').trim() === launcherHash(); } catch { return false; }
+    try { return fs.existsSync(bin) && fs.readFileSync(hashFile, 'utf8').trim() === hash(); } catch { return false; }
   };
   if (upToDate()) return bin;
-  await withLock(path.join(root, '.cache', 'locks', 'ferretdb-build.lock'), { log, what: 'the FerretDB launcher build', probe: async () => upToDate() }, async () => {
+  await withLock(path.join(root, '.cache', 'locks', `${name}-build.lock`), { log, what: `the ${what} build`, probe: async () => upToDate() }, async () => {
     if (upToDate()) return;
-    const go = need('go', 'install Go, or set MONGO_URL');
-    const hash = launcherHash();
+    const go = need('go', `install Go to build ${what}`);
+    const expected = hash();
     const tmp = `${bin}.tmp-${process.pid}`;
-    fs.mkdirSync(dir, { recursive: true });
-    log(`building the FerretDB launcher (go build in scripts/ferretdb; a cold build takes over a minute)...`);
+    fs.mkdirSync(path.dirname(bin), { recursive: true });
+    const rel = srcDir.startsWith(`${root}${path.sep}`) ? path.relative(root, srcDir) : srcDir;
+    log(`building ${what} (go build ${pkg} in ${rel}${coldNote ? `; ${coldNote}` : ''})...`);
     const t0 = Date.now();
-    const ticker = setInterval(() => log(`  still building the FerretDB launcher... ${Math.round((Date.now() - t0) / 1000)}s`), 15_000);
+    const ticker = setInterval(() => log(`  still building ${what}... ${Math.round((Date.now() - t0) / 1000)}s`), 15_000);
+    const args = ['build', '-buildvcs=false', '-trimpath', ...(ldflags ? ['-ldflags', ldflags] : []), '-o', tmp, pkg];
     let stderr = '';
     try {
       const code = await new Promise((resolve, reject) => {
-        const p = spawn(go, ['build', '-buildvcs=false', '-trimpath', '-o', tmp, '.'], { cwd: LAUNCHER_SRC, stdio: ['ignore', 'inherit', 'pipe'] });
+        const p = spawn(go, args, { cwd: srcDir, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'pipe'] });
         p.stderr.on('data', (d) => { stderr += d; });
         p.on('error', reject);
         p.on('exit', resolve);
       });
-      if (code !== 0) throw new Error(`go build of scripts/ferretdb failed (exit ${code}):\n${stderr}`);
+      if (code !== 0) throw new Error(`go build of ${pkg} in ${rel} failed (exit ${code}):\n${stderr}`);
     } finally {
       clearInterval(ticker);
     }
-    fs.renameSync(tmp, bin); // atomic: a concurrently starting launcher never sees half a binary
-    fs.writeFileSync(hashFile, `${hash}\n`);
-    log(`built the FerretDB launcher in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
+    fs.renameSync(tmp, bin); // atomic: a concurrently starting process never sees half a binary
+    fs.writeFileSync(hashFile, `${expected}\n`);
+    log(`built ${what} in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
   });
   return bin;
+}
+
+/** Builds scripts/ferretdb into <root>/.cache/ferretdb/ferretdb-launcher unless up to date; returns its path. */
+export function buildFerretdbLauncher({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  return buildGo({
+    name: 'ferretdb',
+    what: 'the FerretDB launcher',
+    srcDir: path.join(HERE, 'ferretdb'),
+    files: ['go.mod', 'go.sum', 'main.go'],
+    bin: path.join(root, '.cache', 'ferretdb', 'ferretdb-launcher'),
+    coldNote: 'a cold build takes over a minute',
+    root,
+    log,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { prepareContainers, testInfraMode } from "./lib/containers.mjs";
 import { checkAlertRules, ensureInstalled, log, root, run, setup } from "./lib/setup.mjs";
+import { buildK8sTools } from "./k8s-check/tools.mjs";
 
 let mode;
 try {
@@ -30,6 +31,9 @@ const serviceTests = readdirSync(join(root, "services")).map((s) => `services/${
 for (const dir of ["sdk/test", "kit/test", "gateway/test", "system/test", ...serviceTests]) {
   if (existsSync(join(root, dir, "tsconfig.json"))) run(tsc, ["-p", dir, "--noEmit"]);
 }
+// The chart test's helm and manifest checker: built here (once, then cached under .cache/) so
+// that a cold Go build does not run beside the tests.
+await buildK8sTools({ root, log: (m) => log(m) });
 log("eslint");
 run(join(root, "node_modules", ".bin", "eslint"), ["--max-warnings", "0", "."]);
 checkAlertRules();

@@ -76,6 +76,12 @@ export const configSchema = z.object({
   CATALOG_URL: z.string().optional(),
   // Port of a standalone service process (services/<name>/dist/main.js).
   GRPC_PORT: z.coerce.number().int().min(0).max(65535).default(0),
+  // What a standalone service process runs: "all" its routes and its background work (queue
+  // workers, relays, sweepers: ServiceModule.start); "api" the routes only; "worker" the
+  // background work only, serving grpc.health.v1 alone. The Helm chart runs the fan-out, follow
+  // and notify workers as Deployments of their own: feed, graph and notification as "api" and
+  // "worker" processes.
+  FEEDS_ROLE: z.enum(["all", "api", "worker"]).default("all"),
   // Prometheus `GET /metrics` of this process, on HOST, never the API port (0: any free port).
   METRICS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
   // Tenants with a label of their own in per-tenant metrics (the top ones by volume; the rest

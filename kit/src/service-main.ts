@@ -63,22 +63,33 @@ export function createInfra(config: Config, log: Logger, name: string): Infra {
  */
 export type ServiceBuild = (infra: Infra, peers: () => Clients) => Promise<ServiceModule>;
 
-/** Entry point of a standalone service process: connect, serve gRPC on GRPC_PORT, stop on signals. */
+/**
+ * Entry point of a standalone service process: connect, serve gRPC on GRPC_PORT, stop on signals.
+ * FEEDS_ROLE picks what runs: the routes, the module's background work (`start`), or both.
+ */
 export async function runServiceMain(name: ServiceName, build: ServiceBuild): Promise<void> {
   const config = loadConfig();
   // Before connecting anything: a standalone service serves only callers that hold the key.
   const auth = createInternalAuth(requireInternalKey(config));
-  const log = createLogger(config, name);
+  const role = config.FEEDS_ROLE;
+  const log = createLogger(config, role === "all" ? name : `${name}:${role}`);
   const infra = createInfra(config, log, name);
   const module = await build(infra, createPeerClients(config));
-  const server = await serveModules([module], { host: config.HOST, port: config.GRPC_PORT, log, auth });
-  await module.start?.();
+  const background = role !== "api" ? module.start?.bind(module) : undefined;
+  if (role === "worker" && !background) {
+    throw new Error(`invalid configuration:\n  FEEDS_ROLE: the ${name} service has no background work to run as a worker`);
+  }
+  // A worker process serves only grpc.health.v1 (for probes), once its work has started.
+  if (role === "worker") await background?.();
+  const served: ServiceModule = role === "worker" ? { name, routes: () => undefined } : module;
+  const server = await serveModules([served], { host: config.HOST, port: config.GRPC_PORT, log, auth });
+  if (role === "all") await background?.();
   const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
-  log.info({ port: server.port, metrics: metricsServer.port }, `${name} service listening`);
+  log.info({ port: server.port, metrics: metricsServer.port, role }, `${name} service listening`);
   // Parent processes read this line to learn the ports.
-  process.stdout.write(`${JSON.stringify({ service: name, port: server.port, metrics: metricsServer.port })}\n`);
+  process.stdout.write(`${JSON.stringify({ service: name, role, port: server.port, metrics: metricsServer.port })}\n`);
   const stop = async () => {
-    await module.stop?.();
+    if (background) await module.stop?.();
     await metricsServer.close();
     await server.close();
     await infra.close();

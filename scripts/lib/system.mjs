@@ -9,6 +9,13 @@ import { freePort } from "../infra.mjs";
 
 export const services = ["tenancy", "identity", "feed", "graph", "engagement", "notification", "catalog"];
 
+/**
+ * The workers that can run as processes of their own (FEEDS_ROLE=worker), each with the service
+ * whose code it runs; that service's process then serves its routes only (FEEDS_ROLE=api). The
+ * notify worker's process also delivers webhooks. The Helm chart deploys the same split.
+ */
+export const workers = { fanout: "feed", follow: "graph", notify: "notification" };
+
 function startProcess(name, entry, env, { inherit = false } = {}) {
   const handle = spawnProcess(name, entry, env, { inherit });
   /** Kills the process (SIGKILL: a crash) and starts it again with the same environment. */
@@ -79,10 +86,11 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
 /**
  * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone; every process of one system
  * shares one FEEDS_INTERNAL_KEY (a fresh one unless `env` names it).
- * @param {{ env: Record<string,string>, split?: boolean, port?: number, inherit?: boolean }} opts
- * @returns {Promise<{ url: string, urls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
+ * With `workers` (split only), each of `workers` runs in a process of its own, as the chart runs it.
+ * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean }} opts
+ * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
  */
-export async function startSystem({ env: given, split = false, port = 0, inherit = false }) {
+export async function startSystem({ env: given, split = false, workers: splitWorkers = false, port = 0, inherit = false }) {
   const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? randomBytes(32).toString("base64") };
   // Many systems and processes share one host here: each metrics port is a free one unless given
   // (the gateway's; services always take a free one). Each process's `metrics` names it.
@@ -96,20 +104,30 @@ export async function startSystem({ env: given, split = false, port = 0, inherit
   // Each process handle: { name, child, first, stop(), kill(), restart() }.
   try {
     const urls = {};
+    const workerUrls = {};
     if (split) {
       // Ports first, so that every process (services reach their peers too) knows every URL.
       const ports = await Promise.all(services.map(() => freePort()));
       services.forEach((s, i) => {
         urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i]}`;
       });
+      const apiOnly = new Set(splitWorkers ? Object.values(workers) : []);
       const started = services.map((s, i) =>
         startProcess(
           s,
           `services/${s}/dist/main.js`,
-          { ...(s === "tenancy" ? env : withoutMasterKey), ...urls, GRPC_PORT: String(ports[i]) },
+          { ...(s === "tenancy" ? env : withoutMasterKey), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
           { inherit },
         ),
       );
+      if (splitWorkers) {
+        for (const [w, s] of Object.entries(workers)) {
+          const grpcPort = await freePort();
+          workerUrls[w] = `http://127.0.0.1:${grpcPort}`;
+          const workerEnv = { ...withoutMasterKey, ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
+          started.push(startProcess(`${w}-worker`, `services/${s}/dist/main.js`, workerEnv, { inherit }));
+        }
+      }
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
@@ -122,7 +140,7 @@ export async function startSystem({ env: given, split = false, port = 0, inherit
     const metrics = Object.fromEntries(
       await Promise.all(processes.map(async (p) => [p.name, `http://127.0.0.1:${(await p.first).metrics}/metrics`])),
     );
-    return { url: ready.url, urls, metrics, staff: ready.staff, processes, stop: stopAll };
+    return { url: ready.url, urls, workerUrls, metrics, staff: ready.staff, processes, stop: stopAll };
   } catch (e) {
     await stopAll();
     throw e;

@@ -19,17 +19,22 @@ declare module "vitest" {
     redisUrl: string;
     masterKey: string;
     buildVersion: string;
+    /** Split mode: each worker process (FEEDS_ROLE=worker) by worker name; empty otherwise. */
+    workers: Record<string, { url: string; pid: number }>;
+    /** Split mode: `<SERVICE>_URL` of each service process; empty otherwise. */
+    serviceUrls: Record<string, string>;
   }
 }
 
 /** One running system for the end-to-end files, in a namespace of its own. */
-export async function startForProject(project: TestProject, split: boolean) {
+export async function startForProject(project: TestProject, split: boolean, workers = false) {
   const infra = await testInfra();
   const namespace = newNamespace(split ? "split" : "e2e");
   const staffEmail = `staff@${namespace.replace(/_/g, "-")}.test`;
   const staffPassword = randomBytes(16).toString("base64url");
   const system = await startSystem({
     split,
+    workers,
     env: {
       ...infra.env,
       FEEDS_NAMESPACE: namespace,
@@ -53,6 +58,13 @@ export async function startForProject(project: TestProject, split: boolean) {
   project.provide("redisUrl", infra.redisUrl);
   project.provide("masterKey", infra.env.FEEDS_MASTER_KEY);
   project.provide("buildVersion", infra.env.BUILD_VERSION);
+  project.provide("serviceUrls", system.urls);
+  project.provide(
+    "workers",
+    Object.fromEntries(
+      Object.entries(system.workerUrls).map(([w, url]) => [w, { url, pid: system.processes.find((p) => p.name === `${w}-worker`)?.child.pid ?? 0 }]),
+    ),
+  );
   return async () => {
     await system.stop();
     await dropNamespace(namespace, infra);

@@ -3,16 +3,17 @@
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Release-qualified name; each component appends "-<component>". */}}
+{{/* Release-qualified name; each component appends "-<component>" (at most 14 characters:
+"-notification", "-fanout-worker"), so that every name stays a 63-character DNS label. */}}
 {{- define "feeds.fullname" -}}
 {{- if .Values.fullnameOverride }}
-{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" }}
+{{- .Values.fullnameOverride | trunc 49 | trimSuffix "-" }}
 {{- else }}
 {{- $name := default .Chart.Name .Values.nameOverride }}
 {{- if contains $name .Release.Name }}
-{{- .Release.Name | trunc 50 | trimSuffix "-" }}
+{{- .Release.Name | trunc 49 | trimSuffix "-" }}
 {{- else }}
-{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" }}
+{{- printf "%s-%s" .Release.Name $name | trunc 49 | trimSuffix "-" }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -60,10 +61,20 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
   value: {{ .Values.config.webhookAllowPrivate | quote }}
 - name: LOGIN_RATE_LIMIT_PER_MINUTE
   value: {{ .Values.config.loginRateLimitPerMinute | quote }}
-{{- range $env, $url := dict "MONGO_URL" .Values.config.mongoUrl "NATS_URL" .Values.config.natsUrl "REDIS_URL" .Values.config.redisUrl }}
+- name: METRICS_PORT
+  value: {{ .Values.metricsPort | quote }}
+{{- $c := .Values.config }}
+{{- range $env, $url := dict "MONGO_URL" (list $c.mongoUrl $c.mongoUrlSecret "mongoUrlSecret") "NATS_URL" (list $c.natsUrl $c.natsUrlSecret "natsUrlSecret") "REDIS_URL" (list $c.redisUrl $c.redisUrlSecret "redisUrlSecret") }}
+{{- $value := index $url 0 }}
+{{- $from := index $url 1 }}
 - name: {{ $env }}
-{{- if $url }}
-  value: {{ $url | quote }}
+{{- if $from }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ required (printf "config.%s.name: the Secret that holds %s" (index $url 2) $env) $from.name }}
+      key: {{ required (printf "config.%s.key: the key of %s in that Secret" (index $url 2) $env) $from.key }}
+{{- else if $value }}
+  value: {{ $value | quote }}
 {{- else }}
   valueFrom:
     secretKeyRef:
@@ -121,5 +132,156 @@ tolerations:
 {{- range $name, $_ := .Values.services }}
 - name: {{ upper $name }}_URL
   value: "http://{{ include "feeds.componentName" (dict "root" $ "component" $name) }}:{{ $.Values.grpcPort }}"
+{{- end }}
+{{- end }}
+
+{{/* The service whose code each worker runs (scripts/lib/system.mjs `workers` says the same). */}}
+{{- define "feeds.workerServices" -}}
+fanout: feed
+follow: graph
+notify: notification
+{{- end }}
+
+{{/* The service a worker runs, or a failure naming the bad key: (dict "root" $ "worker" "fanout"). */}}
+{{- define "feeds.workerService" -}}
+{{- $services := include "feeds.workerServices" .root | fromYaml }}
+{{- required (printf "workers.%s: no such worker (fanout, follow, notify)" .worker) (get $services .worker) }}
+{{- end }}
+
+{{/* FEEDS_ROLE of a service's own pods: "api" while an enabled worker runs its background work. */}}
+{{- define "feeds.serviceRole" -}}
+{{- $role := "all" }}
+{{- range $worker, $w := .root.Values.workers }}
+{{- if and $w.enabled (eq (include "feeds.workerService" (dict "root" $.root "worker" $worker)) $.service) }}
+{{- $role = "api" }}
+{{- end }}
+{{- end }}
+{{- $role }}
+{{- end }}
+
+{{/* Every process kind of the release, a YAML list: gateway, each service, "<worker>-worker". */}}
+{{- define "feeds.components" -}}
+- gateway
+{{- range $name, $_ := .Values.services }}
+- {{ $name }}
+{{- end }}
+{{- range $name, $w := .Values.workers }}
+{{- if $w.enabled }}
+- {{ $name }}-worker
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The same list with each component's values: a YAML map component -> values. */}}
+{{- define "feeds.componentValues" -}}
+gateway: {{ toJson .Values.gateway }}
+{{- range $name, $svc := .Values.services }}
+{{ $name }}: {{ toJson $svc }}
+{{- end }}
+{{- range $name, $w := .Values.workers }}
+{{- if $w.enabled }}
+{{ $name }}-worker: {{ toJson $w }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+A Deployment running `node services/<service>/dist/main.js` with FEEDS_ROLE `role`: a service's
+own pods or a worker's. (dict "root" $ "component" "fanout-worker" "service" "feed" "role" "worker"
+"spec" <values with replicas, resources, autoscaling>). Probed over grpc.health.v1 on grpcPort.
+*/}}
+{{- define "feeds.grpcDeployment" -}}
+{{- $root := .root }}
+{{- $ctx := dict "root" .root "component" .component }}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "feeds.componentName" $ctx }}
+  labels:
+    {{- include "feeds.labels" $ctx | nindent 4 }}
+spec:
+  {{- if not (and .spec.autoscaling .spec.autoscaling.enabled) }}
+  replicas: {{ .spec.replicas | default 1 }}
+  {{- end }}
+  selector:
+    matchLabels:
+      {{- include "feeds.selectorLabels" $ctx | nindent 6 }}
+  template:
+    metadata:
+      labels:
+        {{- include "feeds.selectorLabels" $ctx | nindent 8 }}
+      {{- with $root.Values.podAnnotations }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      {{- include "feeds.podSettings" $root | nindent 6 }}
+      {{- include "feeds.topologySpread" $ctx | nindent 6 }}
+      containers:
+        - name: {{ .component }}
+          image: {{ include "feeds.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          command: ["node", "services/{{ .service }}/dist/main.js"]
+          ports:
+            - name: grpc
+              containerPort: {{ $root.Values.grpcPort }}
+              protocol: TCP
+            - name: metrics
+              containerPort: {{ $root.Values.metricsPort }}
+              protocol: TCP
+          env:
+            {{- include "feeds.env" $root | nindent 12 }}
+            {{- if eq .service "tenancy" }}
+            {{- include "feeds.masterKeyEnv" $root | nindent 12 }}
+            {{- end }}
+            - name: FEEDS_ROLE
+              value: {{ .role | quote }}
+            - name: GRPC_PORT
+              value: {{ $root.Values.grpcPort | quote }}
+            {{- include "feeds.serviceUrls" $root | trim | nindent 12 }}
+          # The process answers only once MongoDB, NATS and Redis do (a worker: once its queue
+          # consumer runs): give it time to start.
+          startupProbe:
+            grpc:
+              port: {{ $root.Values.grpcPort }}
+            periodSeconds: 5
+            failureThreshold: 30
+          livenessProbe:
+            grpc:
+              port: {{ $root.Values.grpcPort }}
+            periodSeconds: 10
+            timeoutSeconds: 3
+            failureThreshold: 3
+          readinessProbe:
+            grpc:
+              port: {{ $root.Values.grpcPort }}
+            periodSeconds: 5
+            timeoutSeconds: 3
+          resources:
+            {{- required (printf "resources of %s" .component) .spec.resources | toYaml | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        # The root filesystem is read-only; Node and its libraries may still want a scratch /tmp.
+        - name: tmp
+          emptyDir:
+            sizeLimit: 64Mi
+{{- end }}
+
+{{/* Best-effort spread of one component's pods over zones, then nodes: takes $ctx. */}}
+{{- define "feeds.topologySpread" -}}
+{{- if .root.Values.topologySpread.enabled }}
+topologySpreadConstraints:
+{{- range $key := list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+  - maxSkew: {{ $.root.Values.topologySpread.maxSkew }}
+    topologyKey: {{ $key }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "feeds.selectorLabels" $ | nindent 8 }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,250 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { services, workers } from "../../scripts/lib/system.mjs";
+import { buildK8sTools } from "../../scripts/k8s-check/tools.mjs";
+
+// deploy/helm/feeds rendered by a pinned helm (built from the Go module proxy into .cache/) for the
+// default values and for values-production.yaml: `helm lint --strict`, then every object
+// strict-decoded offline into the Kubernetes API's Go types (scripts/k8s-check), then the shape
+// the platform needs. docker-compose.yml loads (compose-go: schema, interpolation, merges) and
+// names every process the chart runs.
+
+const root = new URL("../..", import.meta.url).pathname;
+const chart = join(root, "deploy/helm/feeds");
+const release = "feeds";
+let tools: { helm: string; k8sCheck: string };
+
+function run(cmd: string, args: string[], input?: string, env: Record<string, string> = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, input, encoding: "utf8", maxBuffer: 64 << 20, env: { ...process.env, ...env } });
+  if (r.error) throw r.error;
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `helm template` of the chart with the given values files, checked; the objects as JSON. */
+function render(valuesFiles: string[]): any[] {
+  const args = ["template", release, chart, "--namespace", "feeds", ...valuesFiles.flatMap((f) => ["-f", join(chart, f)])];
+  const rendered = run(tools.helm, args);
+  expect(rendered.stderr).toBe("");
+  expect(rendered.status).toBe(0);
+  const checked = run(tools.k8sCheck, ["-json"], rendered.stdout);
+  expect(checked.stderr).toMatch(/^k8s-check: \d+ objects ok/);
+  expect(checked.status).toBe(0);
+  return JSON.parse(checked.stdout) as any[];
+}
+
+/** A label selector (matchLabels and In/NotIn/Exists expressions) against a label set. */
+function matches(selector: any, labels: Record<string, string>): boolean {
+  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector?.matchExpressions ?? []) {
+    const has = e.key in labels;
+    if (e.operator === "In" && !(has && e.values.includes(labels[e.key]))) return false;
+    if (e.operator === "NotIn" && has && e.values.includes(labels[e.key])) return false;
+    if (e.operator === "Exists" && !has) return false;
+    if (e.operator === "DoesNotExist" && has) return false;
+  }
+  return true;
+}
+
+/** Whether a NetworkPolicy lets a pod with `labels` (in the release's namespace) reach `port` (a name). */
+function admits(policy: any, labels: Record<string, string>, port: string): boolean {
+  return (policy.spec.ingress ?? []).some(
+    (rule: any) =>
+      (rule.ports ?? [{ port }]).some((p: any) => p.port === port) &&
+      (rule.from === undefined || rule.from.some((peer: any) => peer.podSelector && !peer.namespaceSelector && matches(peer.podSelector, labels))),
+  );
+}
+
+const variants = [
+  { name: "default values", files: [] as string[], monitoring: false },
+  { name: "values-production.yaml", files: ["values-production.yaml"], monitoring: true },
+];
+
+describe("the Helm chart", { timeout: 60_000 }, () => {
+  beforeAll(async () => {
+    // Built already by `npm test` before vitest starts; a cold build alone takes minutes.
+    tools = await buildK8sTools({ log: (m) => process.stderr.write(`[k8s-check] ${m}\n`) });
+  }, 30 * 60_000);
+
+  for (const v of variants) {
+    describe(v.name, () => {
+      let objects: any[] = [];
+      const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+      const named = (kind: string, name: string) => ofKind(kind).find((o) => o.metadata.name === name);
+      const deployment = (component: string) => named("Deployment", `${release}-${component}`);
+      const workerComponents = Object.keys(workers).map((w) => `${w}-worker`);
+
+      beforeAll(() => {
+        const lint = run(tools.helm, ["lint", "--strict", chart, ...v.files.flatMap((f) => ["-f", join(chart, f)])]);
+        expect(lint.stdout + lint.stderr).toContain("1 chart(s) linted, 0 chart(s) failed");
+        expect(lint.status).toBe(0);
+        objects = render(v.files);
+      });
+
+      it("runs the gateway, each service and each worker as a Deployment of its own", () => {
+        const names = ofKind("Deployment").map((d) => d.metadata.name).sort();
+        expect(names).toEqual(["gateway", ...services, ...workerComponents].map((c) => `${release}-${c}`).sort());
+        for (const s of services) {
+          const c = deployment(s).spec.template.spec.containers[0];
+          expect(c.command).toEqual(["node", `services/${s}/dist/main.js`]);
+          const role = Object.values(workers).includes(s) ? "api" : "all";
+          expect(c.env, s).toContainEqual({ name: "FEEDS_ROLE", value: role });
+        }
+        for (const [w, s] of Object.entries(workers)) {
+          const c = deployment(`${w}-worker`).spec.template.spec.containers[0];
+          expect(c.command).toEqual(["node", `services/${s}/dist/main.js`]);
+          expect(c.env).toContainEqual({ name: "FEEDS_ROLE", value: "worker" });
+        }
+        // Every process reaches every service at its Service's name.
+        for (const d of ofKind("Deployment")) {
+          const env = d.spec.template.spec.containers[0].env;
+          for (const s of services) expect(env, d.metadata.name).toContainEqual({ name: `${s.toUpperCase()}_URL`, value: `http://${release}-${s}:50051` });
+          expect(ofKind("Service").map((x) => x.metadata.name)).toContain(d.metadata.name);
+        }
+      });
+
+      it("probes each service and worker over grpc.health.v1, and the gateway over HTTP", () => {
+        for (const c of [...services, ...workerComponents]) {
+          const container = deployment(c).spec.template.spec.containers[0];
+          const grpcPort = container.ports.find((p: any) => p.name === "grpc").containerPort;
+          for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) expect(container[probe]?.grpc, `${c} ${probe}`).toEqual({ port: grpcPort });
+        }
+        const gw = deployment("gateway").spec.template.spec.containers[0];
+        expect(gw.livenessProbe.httpGet).toEqual({ path: "/v1/health", port: "http" });
+        expect(gw.readinessProbe.httpGet).toEqual({ path: "/v1/health/ready", port: "http" });
+        expect(gw.startupProbe.httpGet.path).toBe("/v1/health");
+      });
+
+      it("gives every container resources and the hardened securityContext", () => {
+        for (const d of ofKind("Deployment")) {
+          const pod = d.spec.template.spec;
+          expect(pod.automountServiceAccountToken, d.metadata.name).toBe(false);
+          expect(pod.securityContext, d.metadata.name).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } });
+          for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+            const where = `${d.metadata.name}/${c.name}`;
+            for (const kind of ["requests", "limits"]) expect(Object.keys(c.resources?.[kind] ?? {}).sort(), `${where} ${kind}`).toEqual(["cpu", "memory"]);
+            expect(c.securityContext, where).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, privileged: false });
+            expect(c.securityContext.capabilities, where).toEqual({ drop: ["ALL"] });
+          }
+        }
+      });
+
+      it("covers every Deployment with a PodDisruptionBudget", () => {
+        for (const d of ofKind("Deployment")) {
+          const pdbs = ofKind("PodDisruptionBudget").filter((p) => matches(p.spec.selector, d.spec.template.metadata.labels));
+          expect(pdbs.map((p) => p.metadata.name), d.metadata.name).toEqual([d.metadata.name]);
+          expect(pdbs[0].spec.maxUnavailable).toBe(1);
+        }
+      });
+
+      it("autoscales the gateway and every worker (the HPA owns their replica count)", () => {
+        for (const c of ["gateway", ...workerComponents]) {
+          const hpa = named("HorizontalPodAutoscaler", `${release}-${c}`);
+          expect(hpa?.spec.scaleTargetRef, c).toEqual({ apiVersion: "apps/v1", kind: "Deployment", name: `${release}-${c}` });
+          expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(2);
+          expect(hpa.spec.maxReplicas).toBeGreaterThan(hpa.spec.minReplicas);
+          expect(deployment(c).spec.replicas, c).toBeUndefined();
+        }
+        for (const hpa of ofKind("HorizontalPodAutoscaler")) expect(deployment(hpa.metadata.name.slice(release.length + 1)), hpa.metadata.name).toBeDefined();
+      });
+
+      it("lets only the gateway, the services and the workers of this release reach a service", () => {
+        const pods = ofKind("Deployment").map((d) => ({ name: d.metadata.name, labels: d.spec.template.metadata.labels as Record<string, string> }));
+        const stranger = { "app.kubernetes.io/name": "other", "app.kubernetes.io/instance": "other" };
+        const otherRelease = { ...pods[0]!.labels, "app.kubernetes.io/instance": "another-release" };
+        for (const d of ofKind("Deployment")) {
+          const component = d.metadata.name.slice(release.length + 1);
+          const policies = ofKind("NetworkPolicy").filter((p) => matches(p.spec.podSelector, d.spec.template.metadata.labels));
+          expect(policies.map((p) => p.metadata.name), component).toEqual([d.metadata.name]);
+          const policy = policies[0];
+          expect(policy.spec.policyTypes).toEqual(["Ingress"]);
+          if (services.includes(component)) {
+            for (const p of pods) expect(admits(policy, p.labels, "grpc"), `${p.name} -> ${component}`).toBe(true);
+            expect(admits(policy, stranger, "grpc"), `a stranger -> ${component}`).toBe(false);
+            expect(admits(policy, otherRelease, "grpc"), `another release -> ${component}`).toBe(false);
+          } else if (component === "gateway") {
+            expect(admits(policy, stranger, "http")).toBe(true);
+            expect(admits(policy, stranger, "grpc")).toBe(false);
+          } else {
+            for (const p of [...pods.map((x) => x.labels), stranger]) expect(admits(policy, p, "grpc"), component).toBe(false);
+          }
+          // Scrapes come from the monitoring namespace only, and only where it is configured.
+          const scrapeRules = (policy.spec.ingress ?? []).filter((r: any) => r.ports?.some((p: any) => p.port === "metrics"));
+          expect(scrapeRules.map((r: any) => r.from), component).toEqual(
+            v.monitoring ? [[{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }]] : [],
+          );
+        }
+      });
+
+      it(`has a ServiceMonitor for every Deployment ${v.monitoring ? "(enabled)" : "only when enabled (it is not)"}`, () => {
+        if (!v.monitoring) {
+          expect(ofKind("ServiceMonitor")).toEqual([]);
+          return;
+        }
+        for (const d of ofKind("Deployment")) {
+          const monitor = named("ServiceMonitor", d.metadata.name);
+          expect(monitor?.metadata.labels.release, d.metadata.name).toBe("kube-prometheus-stack");
+          expect(monitor.spec.endpoints).toEqual([{ port: "metrics", path: "/metrics", interval: "15s", scrapeTimeout: "10s" }]);
+          // The Service it selects has a metrics port onto the container's metrics port.
+          const svc = ofKind("Service").find((s) => matches(monitor.spec.selector, s.metadata.labels));
+          expect(svc?.metadata.name).toBe(d.metadata.name);
+          const container = d.spec.template.spec.containers[0];
+          expect(svc.spec.ports.find((p: any) => p.name === "metrics")).toMatchObject({ targetPort: "metrics", port: 9464 });
+          expect(container.ports.find((p: any) => p.name === "metrics")?.containerPort).toBe(9464);
+          expect(container.env).toContainEqual({ name: "METRICS_PORT", value: "9464" });
+        }
+      });
+
+      if (v.monitoring) {
+        it("reads every server URL from an existing Secret and serves the gateway through a TLS ingress", () => {
+          for (const d of ofKind("Deployment")) {
+            const env = d.spec.template.spec.containers[0].env;
+            for (const [name, secret] of [["MONGO_URL", "feeds-mongodb"], ["NATS_URL", "feeds-nats"], ["REDIS_URL", "feeds-redis"]]) {
+              const e = env.find((x: any) => x.name === name);
+              expect(e.value, `${d.metadata.name} ${name}`).toBeUndefined();
+              expect(e.valueFrom.secretKeyRef.name).toBe(secret);
+            }
+          }
+          const [ingress] = ofKind("Ingress");
+          expect(ingress.spec.tls[0].hosts).toEqual(["feeds.example.com"]);
+          expect(ingress.spec.rules[0].http.paths[0].backend.service).toEqual({ name: `${release}-gateway`, port: { name: "http" } });
+          expect(named("Service", `${release}-gateway`).spec.ports.map((p: any) => p.name)).toContain("http");
+        });
+      }
+    });
+  }
+
+  it("the checker refuses a misspelt field and a field in the wrong place, naming each", () => {
+    const rendered = run(tools.helm, ["template", release, chart]).stdout;
+    expect(rendered).toContain("containerPort:");
+    const misspelt = rendered.replace("containerPort:", "containerport:");
+    const misplaced = rendered.replace(/(\n {6}securityContext:\n)/, "$1        readOnlyRootFilesystem: true\n");
+    expect(misplaced).not.toBe(rendered);
+    for (const [broken, field] of [
+      [misspelt, /unknown field "spec\.template\.spec\.(initContainers|containers)\[0\]\.ports\[0\]\.containerport"/],
+      [misplaced, /unknown field "spec\.template\.spec\.securityContext\.readOnlyRootFilesystem"/],
+    ] as const) {
+      const checked = run(tools.k8sCheck, [], broken);
+      expect(checked.status).toBe(1);
+      expect(checked.stderr).toMatch(field);
+      expect(checked.stderr).toMatch(/FAIL stdin document \d+ \(feeds\/templates\/\w+\.yaml\): Deployment feeds-\w+/);
+    }
+  });
+
+  it("docker-compose.yml loads and runs every service and the gateway the chart runs", () => {
+    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, {
+      FEEDS_MASTER_KEY: "x".repeat(44),
+      FEEDS_INTERNAL_KEY: "y".repeat(44),
+    });
+    expect(loaded.stderr).toBe("");
+    expect(loaded.status).toBe(0);
+    const composed = (JSON.parse(loaded.stdout) as { services: string[] }).services;
+    // Compose runs each worker inside its service's container (FEEDS_ROLE defaults to all).
+    expect(composed).toEqual(expect.arrayContaining(["gateway", ...services, ...new Set(Object.values(workers))]));
+    expect(composed.sort()).toEqual(["gateway", "mongo", "nats", "redis", ...services].sort());
+    // Without the keys it names, the file does not load.
+    const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: "x".repeat(44), FEEDS_INTERNAL_KEY: "" });
+    expect(unset.status).not.toBe(0);
+    expect(unset.stderr).toContain("FEEDS_INTERNAL_KEY");
+  });
+});

@@ -2,15 +2,18 @@ import { describe, expect, inject, it } from "vitest";
 import { http } from "../support/api.js";
 import { scrape, total } from "../support/metrics.js";
 
-// Every process of the running system (one: the gateway; split: the gateway and seven services)
-// serves Prometheus `GET /metrics` on a port of its own, and the API port does not.
+// Every process of the running system (one: the gateway; split: the gateway, seven services and
+// the fan-out, follow and notify workers) serves Prometheus `GET /metrics` on a port of its own,
+// and the API port does not.
 
 describe("metrics endpoints", () => {
   it("every process serves /metrics on its own port with its RPCs and Node's process metrics; the API port does not", async () => {
     const urls = inject("metricsUrls");
     const split = Object.keys(urls).length > 1;
     expect(Object.keys(urls).sort()).toEqual(
-      split ? ["catalog", "engagement", "feed", "gateway", "graph", "identity", "notification", "tenancy"] : ["gateway"],
+      split
+        ? ["catalog", "engagement", "fanout-worker", "feed", "follow-worker", "gateway", "graph", "identity", "notification", "notify-worker", "tenancy"]
+        : ["gateway"],
     );
     // Readiness asks each service's gRPC health: every service process serves (and times) a call.
     expect((await http("GET", "/v1/health/ready")).status).toBe(200);
@@ -22,7 +25,8 @@ describe("metrics endpoints", () => {
       expect(res.headers.get("content-type"), name).toMatch(/^text\/plain/);
       const m = await scrape(url);
       expect(m.has("process_cpu_seconds_total"), name).toBe(true);
-      if (name !== "gateway" || !split) {
+      // Workers serve health to probes only (none here); the split gateway calls, it is not called.
+      if (!name.endsWith("-worker") && (name !== "gateway" || !split)) {
         expect(total(m, "feeds_rpc_duration_seconds_count", { service: "grpc.health.v1.Health", method: "Check", code: "OK" }), name).toBeGreaterThan(0);
       }
     }

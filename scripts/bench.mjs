@@ -61,6 +61,15 @@ async function before(bench) {
 /** @type {{bench:string, figure:string, value:number|null, unit:string, floor?:number|null, ratio?:number|null, target?:string, status?:string}[]} */
 const rows = [];
 const raw = {};
+/** The gateway's scrape after bench `n`'s rounds (feed route latency, queues, fan-out lag), kept beside last.json. */
+function saveMetrics(n, text) {
+  if (!text) return;
+  const dir = join(root, ".cache", "bench");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `metrics-after-bench-${n}.txt`);
+  writeFileSync(file, `${text}\n`);
+  log(`bench ${n}: the gateway's /metrics after its rounds (feed route latency, queues, fan-out lag): ${file}`);
+}
 const row = (r) => rows.push(r);
 const status = (ok) => (ok ? "PASS" : "MISS");
 const errorRow = (bench, e, st = "ERROR") => {
@@ -264,6 +273,7 @@ if (want(6) || want(7) || want(8)) {
         log("bench 6: feed reads (warm, cold, page 2) vs bare Fastify + the same MongoDB queries");
         const r = await feeds.runFeedReads({ infra, log, rounds, cpuProfDir });
         raw.feedReads = r;
+        saveMetrics("6", r.metrics);
         const other = r.machine?.otherCores;
         const b = "6 feed read";
         row({ bench: b, other, figure: `bare Fastify, 4 queries, page 1 (${ms(r.floor)}${cpuOf(r.floor)}${errs(r.floor)}; ${la()})`, value: r.floor.rps, unit: "req/s" });
@@ -367,6 +377,7 @@ if (want(6) || want(7) || want(8)) {
         log("bench 8: add-activity throughput, 100 followers per author, then the fan-out drain");
         const r = await feeds.runWrites({ infra, log, cpuProfDir });
         raw.writes = r;
+        saveMetrics("8", r.metrics);
         const other = r.machine?.otherCores;
         const b = "8 add activity";
         row({ bench: b, other, figure: `bare Fastify, insert activity + entry (context; ${ms(r.bare)}${cpuOf(r.bare)}${errs(r.bare)}; ${la()})`, value: r.bare.rps, unit: "req/s" });

@@ -15,7 +15,7 @@ import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { api, benchDir, cpuMeter, sleep, startNode } from "./lib.mjs";
-import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, pool, range, until, userToken, withSystem } from "./system.mjs";
+import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, metricsExcerpt, pool, range, until, userToken, withSystem } from "./system.mjs";
 
 // Deletes a feed head (sorted set and its partial/complete flags), the cached activities of its
 // first page (the next ARGV[1] keys) and the read-cache entries of their actor users and objects
@@ -177,6 +177,7 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
         `at least ${(flush.actMissLowerBound * 100).toFixed(0)}% (in page equivalents) missed the activity cache`,
     );
     return {
+      metrics: await metricsExcerpt(c.system),
       namespace: c.namespace,
       loadAverage: c.loadAverage,
       activities: N,
@@ -415,6 +416,7 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
         `fan-out ${(followerEntries / totalS).toFixed(0)} follower entries/s from the first post to the last entry`,
     );
     return {
+      metrics: await metricsExcerpt(c.system),
       namespace: c.namespace,
       loadAverage: c.loadAverage,
       authors,

@@ -109,6 +109,21 @@ export async function withSystem(infra, log, label, fn, { cpuProfDir, env: extra
   }
 }
 
+/**
+ * The gateway's Prometheus scrape after a bench's rounds, cut to what an operator looks at first:
+ * request latency of the feed routes, queue depths and fan-out lag (issue 10's closing note).
+ */
+export async function metricsExcerpt(system) {
+  const text = await (await fetch(system.metrics.gateway)).text();
+  const wanted = (l) =>
+    (l.startsWith("feeds_http_request_duration_seconds") && l.includes('route="/v1/feeds/:group/:id')) ||
+    l.startsWith("feeds_queue_pending_messages") ||
+    l.startsWith("feeds_queue_dlq_depth") ||
+    l.startsWith("feeds_queue_redelivered_messages") ||
+    l.startsWith("feeds_fanout_lag_seconds");
+  return text.split("\n").filter(wanted).join("\n");
+}
+
 export const userToken = (tenant, userId) =>
   new SignJWT({ user_id: userId })
     .setProtectedHeader({ alg: "HS256", kid: tenant.apiKey })

@@ -265,7 +265,12 @@ describe("reactions", () => {
       }, 15_000);
       expect(repaired).toMatchObject({ reaction_counts: { like: 1, wow: 1 }, version: 3 });
       await until("the event", async () => (events.some((e) => e.id === event.id) ? true : undefined), 5_000);
-      expect(events.filter((e) => e.id === event.id)).toEqual([event]);
+      // Each replica's relay may find the record before the other drops it, and publish it: a
+      // plain subscriber then sees that publish twice, the same message (JetStream keeps one:
+      // msgID ev:<id>). Never a different one, never more than one per replica.
+      const copies = events.filter((e) => e.id === event.id);
+      expect(copies.length).toBeLessThanOrEqual(2);
+      for (const c of copies) expect(c).toEqual(event);
       // The relay drops the record right after publishing: the event can arrive first.
       await until("the outbox record dropped", async () => ((await db.collection("engagement_outbox").countDocuments({ tenant_id: t.id })) === 0 ? true : undefined), 5_000);
     } finally {

@@ -26,11 +26,11 @@ describe("delivery slots", () => {
     const waiting = [1, 2, 3].map((i) => slots.take("a", 250).then((r) => (order.push(i), r)));
     // Another destination has its own slots.
     expect(await slots.take("b", 250)).toBe("taken");
-    slots.release("a");
+    slots.release("a", 100);
     await vi.advanceTimersByTimeAsync(100);
-    slots.release("a");
+    slots.release("a", 100);
     await vi.advanceTimersByTimeAsync(100);
-    slots.release("a");
+    slots.release("a", 100);
     expect(await Promise.all(waiting)).toEqual(["taken", "taken", "taken"]);
     expect(order).toEqual([1, 2, 3]);
   });
@@ -48,6 +48,18 @@ describe("delivery slots", () => {
     expect(await slots.take("dead", 0)).toBe("full");
   });
 
+  it("a stall check that runs late (this process's event loop held up) sends nobody away", async () => {
+    const slots = createSlots(1, 2000);
+    expect(await slots.take("a", 250)).toBe("taken");
+    const waiter = slots.take("a", 250);
+    // The clock jumps a second while no timer runs: the check fires that late.
+    vi.setSystemTime(Date.now() + 1000);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(await settled(waiter)).toBe("waiting");
+    slots.release("a", 100);
+    expect(await waiter).toBe("taken");
+  });
+
   it("a line keeps waiting while attempts keep ending, however long it takes in all", async () => {
     const slots = createSlots(1, 60_000);
     expect(await slots.take("busy", 250)).toBe("taken");
@@ -55,7 +67,7 @@ describe("delivery slots", () => {
     const results: TakeResult[] = [];
     for (let i = 0; i < 20; i++) {
       await vi.advanceTimersByTimeAsync(200);
-      slots.release("busy");
+      slots.release("busy", 100);
       results.push(await (line[i] as Promise<TakeResult>));
     }
     expect(results.every((r) => r === "taken")).toBe(true);
@@ -64,13 +76,13 @@ describe("delivery slots", () => {
   it("a line is as long as the destination's pace gets through in the line wait; a task beyond it is turned away and booked one pace step after the last", async () => {
     const slots = createSlots(1, 1000);
     expect(await slots.take("slow", 5000)).toBe("taken");
-    // Learn the pace: one attempt ends every 100 ms while tasks wait.
-    const warm = Array.from({ length: 3 }, () => slots.take("slow", 5000));
-    for (let i = 0; i < 3; i++) {
+    // Learn the pace: attempts of 100 ms, one slot.
+    const warm = Array.from({ length: 6 }, () => slots.take("slow", 5000));
+    for (let i = 0; i < 6; i++) {
       await vi.advanceTimersByTimeAsync(100);
-      slots.release("slow");
+      slots.release("slow", 100);
     }
-    expect(await Promise.all(warm)).toEqual(["taken", "taken", "taken"]);
+    expect(await Promise.all(warm)).toEqual(warm.map(() => "taken"));
     // 100 ms a step and 1000 ms of line: ten wait, the eleventh is turned away.
     const line = Array.from({ length: 10 }, () => slots.take("slow", 5000));
     expect(await settled(line[9] as Promise<TakeResult>)).toBe("waiting");

@@ -26,17 +26,17 @@ export interface DeliveryOptions {
   perDestination?: number;
 }
 
-const DEFAULT_CONCURRENCY = 512;
+const DEFAULT_CONCURRENCY = 1024;
 const DEFAULT_PER_DESTINATION = 16;
 
 /** A task of a destination whose last attempt here succeeded waits in line for a slot while the
  * destination's attempts keep ending at least this often. */
-const STALL_MS = 250;
+const STALL_MS = 1000;
 /** A task joins a line that its destination's pace gets through in this long. */
-const LINE_WAIT_MS = 2000;
-/** A wait in line longer than this restarts the task's ack wait. */
-const LONG_WAIT_MS = 5000;
-/** An attempt running this long, or a deferral this long, first writes the record as pending. */
+const LINE_WAIT_MS = 10_000;
+/** While a task waits in line, its ack wait is restarted this often. */
+const KEEP_MS = 10_000;
+/** An attempt running this long first writes the record as pending. */
 const RECORD_GRACE_MS = 1000;
 /** Record ids this process stored, so that a task's next write goes straight to an update. */
 const WRITTEN_MAX = 100_000;
@@ -68,9 +68,9 @@ export function createDeliveryWorker(deps: {
   }
   const fresh = (record: RecordKey) => !written.has(record._id);
 
-  /** Back to the queue without an attempt; a long wait first writes the pending record. */
-  async function defer(m: JsMsg, record: RecordKey, delayMs: number) {
-    if (fresh(record) && delayMs > RECORD_GRACE_MS) await write({ record, attempted: false, status: "pending", fresh: true });
+  /** Back to the queue without an attempt; a failing or stalled destination's task first shows as pending. */
+  async function defer(m: JsMsg, record: RecordKey, delayMs: number, showPending: boolean) {
+    if (showPending && fresh(record)) await write({ record, attempted: false, status: "pending", fresh: true });
     // (the queue worker's ack after a nak does nothing)
     m.nak(delayMs);
   }
@@ -91,12 +91,13 @@ export function createDeliveryWorker(deps: {
           early.catch(() => undefined);
         }, RECORD_GRACE_MS)
       : undefined;
+    const started = Date.now();
     try {
       const body = JSON.stringify(task.e);
       return await post(dest.url, body, signedHeaders(dest.secret, task.e.id, Math.floor(Date.now() / 1000), body));
     } finally {
       clearTimeout(grace);
-      slots.release(task.d);
+      slots.release(task.d, Date.now() - started);
       if (early) await early;
     }
   }
@@ -115,14 +116,14 @@ export function createDeliveryWorker(deps: {
     // Deleted: nothing is delivered to it any more.
     if (!dest) return void (await write({ record, attempted: false, status: "failed", fresh: fresh(record) }));
     const wasHealthy = healthy.get(task.d) !== false;
-    const waitedFrom = Date.now();
-    const took = await slots.take(task.d, wasHealthy ? STALL_MS : 0);
-    // A long wait in line: the attempt still has its whole ack wait.
-    if (Date.now() - waitedFrom > LONG_WAIT_MS) m.working();
+    // However long the line takes, the task stays ours (JetStream would hand it out again).
+    const keep = setInterval(() => m.working(), KEEP_MS);
+    const took = await slots.take(task.d, wasHealthy ? STALL_MS : 0).finally(() => clearInterval(keep));
     if (took !== "taken") {
-      // A healthy destination's long line: back about when a slot frees. Failing or stalled: after one attempt's time.
-      const wait = wasHealthy && took === "full" ? slots.deferMs(task.d) : jitter(options.attemptTimeoutMs);
-      return defer(m, record, wait);
+      // A healthy destination's long line: back about when a slot frees (a backlog, like one in
+      // the queue). Failing or stalled: after one attempt's time, shown pending meanwhile.
+      if (wasHealthy && took === "full") return defer(m, record, slots.deferMs(task.d), false);
+      return defer(m, record, jitter(options.attemptTimeoutMs), true);
     }
     const outcome = await attempt(task, record, dest);
     healthy.set(task.d, outcome.ok);

@@ -31,7 +31,7 @@ const DEFAULT_PER_DESTINATION = 16;
 
 /** A task of a destination whose last attempt here succeeded waits in line for a slot while the
  * destination's attempts keep ending at least this often. */
-const STALL_MS = 1000;
+const STALL_MS = 250;
 /** A task joins a line that its destination's pace gets through in this long. */
 const LINE_WAIT_MS = 10_000;
 /** While a task waits in line, its ack wait is restarted this often. */

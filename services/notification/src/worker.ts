@@ -1,8 +1,13 @@
 import { createQueueWorker, decodeEvent, type FeedEvent, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
 
+/** What a handler knows of the event's delivery: `redelivered`, it was handed out before. */
+export interface EventDelivery {
+  redelivered: boolean;
+}
+
 /** Turns one event into its consequences (notifications, webhook deliveries). Must be idempotent:
  * a task is redelivered after any failure, and every handler runs again. */
-export type EventHandler = (event: FeedEvent) => Promise<void>;
+export type EventHandler = (event: FeedEvent, delivery: EventDelivery) => Promise<void>;
 
 /** The notify worker: every event of the system, from the `notify` work queue, through each handler in turn. */
 export function createNotifyWorker(deps: { nats: Nats; log: Logger; handlers: readonly EventHandler[]; beats?: WorkerBeats }): QueueWorker {
@@ -12,11 +17,12 @@ export function createNotifyWorker(deps: { nats: Nats; log: Logger; handlers: re
     queue: "notify",
     durable: "events",
     subject: "event",
-    concurrency: 16,
+    concurrency: 64,
     ...(deps.beats ? { beats: { worker: "notify" as const, beats: deps.beats } } : {}),
     async handle(m) {
       const event = decodeEvent(m.data);
-      for (const handle of deps.handlers) await handle(event);
+      const delivery = { redelivered: m.info.redeliveryCount > 1 };
+      for (const handle of deps.handlers) await handle(event, delivery);
     },
   });
 }

@@ -1,13 +1,14 @@
-import { randomBytes } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
+import { randomBytes, randomUUID } from "node:crypto";
+import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectNats, connectRedis, ensureQueue, newEvent, type Nats, type RedisConn } from "@feeds/kit";
 import { createDestinationRepository, type DestinationRepository } from "../src/webhooks/destination-repository.js";
-import { createRecordRepository, type RecordRepository } from "../src/webhooks/record-repository.js";
-import { createWebhookPublisher, type DeliveryTask } from "../src/webhooks/publisher.js";
+import { createRecordRepository, type RecordKey, type RecordRepository } from "../src/webhooks/record-repository.js";
+import { createWebhookPublisher, DELIVERY_SUBJECT, recordIdOf, type DeliveryTask } from "../src/webhooks/publisher.js";
 
-// The notify worker's webhook handler and the event log's signal, on real MongoDB-wire storage
-// (FerretDB here), Redis and NATS JetStream, in a namespace of their own dropped afterwards.
+// The notify worker's webhook handler, the delivery worker's record writes and the event log's
+// signal, on real MongoDB-wire storage (FerretDB here), Redis and NATS JetStream, in a namespace
+// of their own dropped afterwards.
 
 const urls = {
   mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
@@ -17,7 +18,9 @@ const urls = {
 const namespace = `webhook_records_${randomBytes(4).toString("hex")}`;
 
 describe("webhook records", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
+  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000, monitorCommands: true });
+  const commands: CommandStartedEvent[] = [];
+  mongo.on("commandStarted", (c) => commands.push(c));
   let db: Db;
   let redis: RedisConn;
   let nats: Nats;
@@ -60,65 +63,107 @@ describe("webhook records", () => {
     created_at: new Date(),
   });
 
-  async function queued(): Promise<DeliveryTask[]> {
-    const info = await nats.jsm.streams.info(nats.stream("webhooks"));
-    const out: DeliveryTask[] = [];
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages; seq++) {
-      const m = await nats.jsm.streams.getMessage(nats.stream("webhooks"), { seq }).catch(() => null);
-      if (m) out.push(JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask);
-    }
-    return out;
+  /** Every task published from now on (a core subscription sees those JetStream drops as duplicates too). */
+  function watchTasks() {
+    const sub = nats.nc.subscribe(nats.subject("webhooks", DELIVERY_SUBJECT));
+    const seen: DeliveryTask[] = [];
+    void (async () => {
+      for await (const m of sub) seen.push(JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask);
+    })();
+    return {
+      seen,
+      async stop() {
+        await nats.nc.flush();
+        sub.unsubscribe();
+      },
+    };
   }
 
-  it("a redelivered event creates its records once and re-queues only the undelivered ones; the signal counts each record once", async () => {
+  const keyOf = (tenant: string, destinationId: string, type = "webhook.test"): RecordKey => ({
+    _id: randomUUID(),
+    tenant_id: tenant,
+    event_id: randomUUID(),
+    event_type: type,
+    destination_id: destinationId,
+    created_at: new Date(),
+  });
+
+  it("an event becomes one task per destination that wants it, carrying the public body; a redelivered event re-queues only what is neither published nor given up", async () => {
     const tenant = `t-${randomBytes(3).toString("hex")}`;
     const a = destination(tenant);
     const b = destination(tenant);
+    const failed = destination(tenant);
     const filtered = destination(tenant, ["user.updated"]);
-    for (const d of [a, b, filtered]) await destinations.create(d);
+    for (const d of [a, b, failed, filtered]) await destinations.create(d);
     const publish = createWebhookPublisher({ nats, destinations, records });
     const event = newEvent("activity.added", tenant, { id: "x" }, { meta: { secret: "routing" } });
 
-    await publish(event);
-    const first = await records.page(tenant, 100, null);
-    expect(first.map((r) => r.destination_id).sort()).toEqual([a._id, b._id].sort());
-    expect(first.every((r) => r.status === "pending" && r.attempts === 0 && r.event_id === event.id)).toBe(true);
-    const tasks = (await queued()).filter((t) => t.t === tenant);
-    expect(tasks.map((t) => t.d).sort()).toEqual([a._id, b._id].sort());
+    const first = watchTasks();
+    await publish(event, { redelivered: false });
+    await first.stop();
+    expect(first.seen.map((t) => t.d).sort()).toEqual([a._id, b._id, failed._id].sort());
+    expect(first.seen.every((t) => t.r === recordIdOf(event.id, t.d) && t.t === tenant)).toBe(true);
     // The body is the public event: meta never leaves.
-    expect(tasks[0]?.e).toEqual({ id: event.id, type: event.type, created_at: event.created_at, tenant_id: tenant, data: { id: "x" } });
-    expect(await records.signal(tenant)).toMatchObject({ count: 2 });
+    expect(first.seen[0]?.e).toEqual({ id: event.id, type: event.type, created_at: event.created_at, tenant_id: tenant, data: { id: "x" } });
+    // Records are the delivery worker's: routing wrote none.
+    expect(await records.page(tenant, 100, null)).toEqual([]);
 
-    // a was delivered; the event comes again (a redelivery after a crash): nothing new for a.
-    const recA = first.find((r) => r.destination_id === a._id);
+    // a was published and failed was given up; the event comes again (a redelivery after a crash).
+    const key = (d: { _id: string }): RecordKey => ({ ...keyOf(tenant, d._id, event.type), _id: recordIdOf(event.id, d._id), event_id: event.id });
+    await records.write({ record: key(a), attempted: true, status: "published", fresh: true });
+    await records.write({ record: key(failed), attempted: true, status: "failed", fresh: true });
+    const again = watchTasks();
+    await publish(event, { redelivered: true });
+    await again.stop();
+    expect(again.seen.map((t) => t.d)).toEqual([b._id]);
+  });
+
+  it("a burst of record writes is stored in one insert, each record once; a twin's first write and a write for a missing record fall back; the signal counts each record once", async () => {
+    const tenant = `t-${randomBytes(3).toString("hex")}`;
+    const inserts = () => commands.filter((c) => c.commandName === "insert" && c.command.insert === "webhook_events").length;
+    const before = inserts();
+    const keys = Array.from({ length: 50 }, () => keyOf(tenant, "d1"));
+    const attempts = await Promise.all(keys.map((record) => records.write({ record, attempted: true, status: "published", fresh: true })));
+    expect(attempts).toEqual(keys.map(() => 1));
+    expect(inserts() - before).toBe(1);
+    const stored = await records.page(tenant, 100, null);
+    expect(stored).toHaveLength(50);
+    expect(stored.every((r) => r.status === "published" && r.attempts === 1)).toBe(true);
+    expect(await records.signal(tenant)).toMatchObject({ count: 50 });
     const v0 = (await records.signal(tenant)).version;
-    await records.published(tenant, recA?._id ?? "");
-    const before = (await records.signal(tenant)).version;
-    // A status change moves the version; a redelivery that changes nothing does not.
-    expect(before).toBeGreaterThan(v0);
-    await publish(event);
-    expect(await records.page(tenant, 100, null)).toHaveLength(2);
-    expect(await records.signal(tenant)).toMatchObject({ count: 2 });
-    expect((await queued()).filter((t) => t.t === tenant)).toHaveLength(2);
-    // Re-queued for b only (its message id makes JetStream drop it within the window).
-    const pending = await records.create(tenant, first.map((r) => ({ ...r, created_at: new Date() })));
-    expect(pending.map((r) => r.destination_id)).toEqual([b._id]);
-    expect((await records.signal(tenant)).version).toBe(before);
+
+    // A twin task's first write finds the record: it counts its attempt there, no second record.
+    const twin = keys[0] as RecordKey;
+    expect(await records.write({ record: twin, attempted: true, status: "pending", fresh: true })).toBe(2);
+    // Given up later: a published record stays published.
+    expect(await records.write({ record: twin, attempted: false, status: "failed", fresh: false })).toBe(2);
+    // A later write whose record was never stored (its process died first) stores it.
+    const lost = keyOf(tenant, "d2");
+    expect(await records.write({ record: lost, attempted: true, status: "pending", fresh: false })).toBe(1);
+    expect(await records.write({ record: lost, attempted: true, status: "failed", fresh: false })).toBe(2);
+
+    const all = await records.page(tenant, 100, null);
+    expect(all).toHaveLength(51);
+    expect(all.find((r) => r._id === twin._id)).toMatchObject({ status: "published", attempts: 2 });
+    expect(all.find((r) => r._id === lost._id)).toMatchObject({ status: "failed", attempts: 2, event_id: lost.event_id, event_type: "webhook.test" });
+    const s = await records.signal(tenant);
+    expect(s.count).toBe(51);
+    // Every change moves the version.
+    expect(s.version).toBeGreaterThan(v0);
   });
 
   it("the signal is answered from Redis and rebuilt from MongoDB once when Redis lost it", async () => {
     const tenant = `t-${randomBytes(3).toString("hex")}`;
-    await destinations.create(destination(tenant));
-    const publish = createWebhookPublisher({ nats, destinations, records });
-    await publish(newEvent("webhook.test", tenant, {}));
-    await publish(newEvent("webhook.test", tenant, {}));
+    const write = () => records.write({ record: keyOf(tenant, "d1"), attempted: true, status: "published", fresh: true });
+    await write();
+    await write();
     const s = await records.signal(tenant);
     expect(s.count).toBe(2);
-    await redis.redis.del(redis.key("whsignal", tenant));
+    await redis.redis.del(redis.key("cs", "webhook_events", tenant));
     const rebuilt = await records.signal(tenant);
     expect(rebuilt.count).toBe(2);
     expect(rebuilt.version).toBeGreaterThanOrEqual(s.version);
-    await publish(newEvent("webhook.test", tenant, {}));
+    await write();
     const after = await records.signal(tenant);
     expect(after.count).toBe(3);
     expect(after.version).toBeGreaterThan(rebuilt.version);

@@ -1,12 +1,13 @@
 import type { Db } from "mongodb";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { createWorkerBeats, type FeedEvent, type Logger, type Nats, type RedisConn } from "@feeds/kit";
+import { createWorkerBeats, type Logger, type Nats, type RedisConn } from "@feeds/kit";
 import type { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { createDeliveryWorker, type DeliveryOptions } from "./delivery-worker.js";
 import { createDestinationRepository } from "./destination-repository.js";
 import { createPost } from "./post.js";
 import { createWebhookPublisher } from "./publisher.js";
 import { createRecordRepository } from "./record-repository.js";
+import type { EventHandler } from "../worker.js";
 import { createWebhookService } from "./routes.js";
 
 export interface WebhookOptions extends DeliveryOptions {
@@ -35,7 +36,7 @@ export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nat
     nats: deps.nats,
     allowPrivate: deps.options.allowPrivate,
   });
-  const handleEvent: (event: FeedEvent) => Promise<void> = createWebhookPublisher({ nats: deps.nats, destinations, records });
+  const handleEvent: EventHandler = createWebhookPublisher({ nats: deps.nats, destinations, records });
   return {
     service,
     handleEvent,

@@ -485,27 +485,25 @@ if (want(6) || want(7) || want(8)) {
     raw.webhooks = r;
     const other = r.machine?.otherCores;
     const b = "11 webhooks";
-    row({ bench: b, other, figure: `fetch POST loop to the receiver, 1 at a time (info)`, value: r.fetch1, unit: "POST/s" });
     row({
       bench: b,
       other,
-      figure: `fetch POST loops to the receiver, ${r.fetchParallel.loops} at a time (${fmt(r.fetchParallel.before)} before, ${fmt(r.fetchParallel.after)} after; mean; ${la()})`,
+      figure: `undici (fetch) POST loop to the receiver, one at a time (${fmt(r.fetch1.before)} before, ${fmt(r.fetch1.after)} after; mean; ${la()})`,
+      value: r.fetch1.mean,
+      unit: "POST/s",
+    });
+    const delivered =
+      `${r.events} events published → delivered, first publish to last distinct delivery (${fmt(r.seconds)} s, ${r.requests} requests; ` +
+      `system ${(r.systemCores * 100).toFixed(0)}% core, receiver ${(r.receiverCores * 100).toFixed(0)}%)`;
+    row({ bench: b, other, figure: `${delivered} vs the one loop (the issue's floor)`, value: r.deliveries, unit: "POST/s", floor: r.fetch1.mean, ratio: r.ratio1, target: "≥ 50%", status: status(r.ratio1 >= 0.5) });
+    row({
+      bench: b,
+      other,
+      figure: `undici (fetch) POST loops to the receiver, ${r.fetchParallel.loops} at a time as the worker (${fmt(r.fetchParallel.before)} before, ${fmt(r.fetchParallel.after)} after; mean)`,
       value: r.fetchParallel.mean,
       unit: "POST/s",
     });
-    row({
-      bench: b,
-      other,
-      figure:
-        `${r.events} events published → delivered, first publish to last distinct delivery (${fmt(r.seconds)} s, ${r.requests} requests; ` +
-        `system ${(r.systemCores * 100).toFixed(0)}% core, receiver ${(r.receiverCores * 100).toFixed(0)}%)`,
-      value: r.deliveries,
-      unit: "POST/s",
-      floor: r.fetchParallel.mean,
-      ratio: r.ratio,
-      target: "≥ 50%",
-      status: status(r.ratio >= 0.5),
-    });
+    row({ bench: b, other, figure: `the same deliveries vs ${r.fetchParallel.loops} loops at once (info)`, value: r.deliveries, unit: "POST/s", floor: r.fetchParallel.mean, ratio: r.ratio });
   });
 
   await bench(12, "12 warm user page", "warm-page.mjs", async (m) => {

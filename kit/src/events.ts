@@ -2,24 +2,14 @@ import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
 import type { Logger } from "./log.js";
 import type { Nats } from "./nats.js";
+import { webhookEventTypes } from "@feeds/sdk";
 
 // The system's events (contract section 3). Producers record them with their write through an
 // outbox and publish them to the `notify` work queue; the notification service's worker turns
 // them into notifications and webhook deliveries.
 
-export const EVENT_TYPES = [
-  "activity.added",
-  "activity.updated",
-  "activity.deleted",
-  "follow.created",
-  "follow.deleted",
-  "reaction.added",
-  "reaction.deleted",
-  "comment.added",
-  "comment.deleted",
-  "user.updated",
-  "webhook.test",
-] as const;
+/** Every event type of contract section 3: the SDK's list, which the webhook routes validate with. */
+export const EVENT_TYPES = webhookEventTypes;
 export type EventType = (typeof EVENT_TYPES)[number];
 export const isEventType = (s: string): s is EventType => (EVENT_TYPES as readonly string[]).includes(s);
 

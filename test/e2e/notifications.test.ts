@@ -536,6 +536,22 @@ describe("the change signal", () => {
       expect(await redis.hmget(key(t, "alice"), "unseen", "unread")).toEqual(["2", "2"]);
     });
 
+    /** A follow notification for `owner` stored as the notify worker stores it (straight into MongoDB). */
+    const storeFollowNotification = (tenantId: string, owner: string) =>
+      mongo.db(inject("namespace")).collection("notifications").insertOne({
+        _id: randomUUID() as never,
+        tenant_id: tenantId,
+        owner,
+        verb: "follow",
+        actor: "user:zed",
+        object: `user:${owner}`,
+        reaction_kind: null,
+        activity_id: null,
+        created_at: new Date(),
+        seen_at: null,
+        read_at: null,
+      });
+
     it("the page counts from Redis, and from MongoDB while a change is in flight (its write may have landed)", async () => {
       const t = await newTenant();
       const alice = await t.user("alice");
@@ -549,19 +565,7 @@ describe("the change signal", () => {
       await redis.hset(key(t, "alice"), "unseen", "1");
       // …and a writer between its intent and its finish, its record already stored, is counted.
       await redis.zadd(`${inject("namespace")}:nsig-w:${t.id}:alice`, Date.now() + 60_000, "writer-in-flight");
-      await mongo.db(inject("namespace")).collection("notifications").insertOne({
-        _id: randomUUID() as never,
-        tenant_id: t.id,
-        owner: "alice",
-        verb: "follow",
-        actor: "user:zed",
-        object: "user:alice",
-        reaction_kind: null,
-        activity_id: null,
-        created_at: new Date(),
-        seen_at: null,
-        read_at: null,
-      });
+      await storeFollowNotification(t.id, "alice");
       const page = await list(alice);
       expect(page.body.results).toHaveLength(2);
       expect(page.body).toMatchObject({ unseen: 2, unread: 2 });
@@ -574,19 +578,7 @@ describe("the change signal", () => {
       expect(s.body).toMatchObject({ unseen: 0, unread: 0 });
       // What a worker leaves when it dies right after its insert: the intent and the record.
       await redis.zadd(`${inject("namespace")}:nsig-w:${t.id}:alice`, Date.now() - 1, "dead-writer");
-      await mongo.db(inject("namespace")).collection("notifications").insertOne({
-        _id: randomUUID() as never,
-        tenant_id: t.id,
-        owner: "alice",
-        verb: "follow",
-        actor: "user:zed",
-        object: "user:alice",
-        reaction_kind: null,
-        activity_id: null,
-        created_at: new Date(),
-        seen_at: null,
-        read_at: null,
-      });
+      await storeFollowNotification(t.id, "alice");
       const after = await signal(alice, "", s.headers.get("etag") ?? "");
       expect(after.status).toBe(200);
       expect(after.body).toEqual({ unseen: 1, unread: 1, version: expect.any(Number) });

@@ -73,12 +73,17 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
       reject(new Error(`${name} exited with ${code}\n${stderrTail.join("")}`));
     });
   });
+  // SIGTERM, then SIGKILL after 5 s; the timer is not unref'd, so a caller that awaits stop()
+  // cannot exit (and leave the process running) before the process is gone.
   const stop = () =>
     new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once("exit", () => resolve());
+      const kill = setTimeout(() => child.kill("SIGKILL"), 5000);
+      child.once("exit", () => {
+        clearTimeout(kill);
+        resolve();
+      });
       child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 5000).unref();
     });
   return { child, first, stop, name };
 }

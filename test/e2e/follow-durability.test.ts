@@ -6,6 +6,7 @@ import { freePort, startPrivateNats, type PrivateServer } from "../../scripts/in
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp } from "../support/api.js";
 import { testInfra } from "../support/infra.js";
+import { until } from "../support/until.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
 
 // Follow counts equal the edges and follow side effects (history copy and removal) complete,
@@ -13,17 +14,7 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 // down at follow time, an unfollow right behind a follow. The system runs in a namespace of
 // its own on a private NATS server (so that the test may stop it), MongoDB and Redis shared.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 const path = (feed: string) => feed.replace(":", "/");
 

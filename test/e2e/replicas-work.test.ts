@@ -5,6 +5,7 @@ import { createServerToken } from "@feeds/sdk";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp } from "../support/api.js";
 import { testInfra } from "../support/infra.js";
+import { until } from "../support/until.js";
 import { scrape, total } from "../support/metrics.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
@@ -19,19 +20,6 @@ const STREAM = 40; // follows of user:star, and reactions on the big post, each
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const v = await fn().catch((e: unknown) => {
-      last = e;
-      return undefined;
-    });
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last instanceof Error ? ` (${last.message})` : ""}`);
-    await sleep(300);
-  }
-}
 
 describe("two replicas share the work and do none of it twice", () => {
   const namespace = newNamespace("work");

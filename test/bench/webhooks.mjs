@@ -10,7 +10,7 @@
 // one loop (the issue's "an undici POST loop"), and 16 loops at a time (the delivery worker's
 // attempts in flight per destination), each before and after the deliveries (their mean).
 //
-//   node test/bench/webhooks.mjs [--skip-build] [--events=3000]
+//   node test/bench/webhooks.mjs [--skip-build] [--events=3000] [--cpu-prof]
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { pathToFileURL } from "node:url";
@@ -44,7 +44,7 @@ async function fetchLoop(receiver, n, loops) {
   return perS;
 }
 
-export async function runWebhooks({ infra, log, events = 3000 }) {
+export async function runWebhooks({ infra, log, events = 3000, cpuProfDir }) {
   const { connectNats, newEvent, publishEvents } = await import("@feeds/kit");
   return withSystem(
     infra,
@@ -65,9 +65,11 @@ export async function runWebhooks({ infra, log, events = 3000 }) {
       let t0;
       let got;
       let cpu;
+      let ended;
       try {
         const list = Array.from({ length: events }, () => newEvent("webhook.test", c.tenant.id, { message: "x".repeat(200) }));
         const meter = cpuMeter([c.gatewayPid, rx.child.pid]);
+        if (cpuProfDir && c.gatewayPid) process.kill(c.gatewayPid, "SIGUSR2");
         t0 = Date.now();
         for (let i = 0; i < list.length; i += 200) await publishEvents(nats, list.slice(i, i + 200));
         published = Date.now();
@@ -78,18 +80,25 @@ export async function runWebhooks({ infra, log, events = 3000 }) {
           await sleep(20);
         }
         cpu = meter.end();
+        ended = Date.now();
+        if (cpuProfDir && c.gatewayPid) {
+          process.kill(c.gatewayPid, "SIGUSR2");
+          log(`  CPU profile of the system over the deliveries: ${join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`)}`);
+        }
       } finally {
         await nats.close().catch(() => undefined);
       }
       const seconds = (got.lastAt - t0) / 1000;
       const deliveries = events / seconds;
+      // CPU the system spent per delivery: less sensitive than the rate to other work on the machine.
+      const cpuMsPer = (cpu.processCores[0] * ((ended - t0) / 1000) * 1000) / events;
       const fetchAfter = await fetchLoop(receiver, events, PARALLEL);
       const fetch1After = await fetchLoop(receiver, events, 1);
       const floor = (fetchBefore + fetchAfter) / 2;
       const floor1 = (fetch1 + fetch1After) / 2;
       log(
         `  ${events} events published in ${published - t0} ms; the ${events}th distinct delivery ${seconds.toFixed(2)} s after the first publish ` +
-          `(${got.requests} requests in all) = ${deliveries.toFixed(0)} deliveries/s; system ${(cpu.processCores[0] * 100).toFixed(0)}% core, ` +
+          `(${got.requests} requests in all) = ${deliveries.toFixed(0)} deliveries/s; system ${(cpu.processCores[0] * 100).toFixed(0)}% core (${cpuMsPer.toFixed(2)} ms CPU a delivery), ` +
           `receiver ${(cpu.processCores[1] * 100).toFixed(0)}%, shared servers ${cpu.infraCores.toFixed(2)}, other people's work ${cpu.otherCores.toFixed(2)} cores`,
       );
       log(
@@ -105,6 +114,7 @@ export async function runWebhooks({ infra, log, events = 3000 }) {
         requests: got.requests,
         deliveries,
         systemCores: cpu.processCores[0],
+        systemCpuMsPerDelivery: cpuMsPer,
         receiverCores: cpu.processCores[1],
         machine: { machineCores: cpu.machineCores, infraCores: cpu.infraCores, otherCores: cpu.otherCores, otherTop: cpu.otherTop },
         fetch1: { before: fetch1, after: fetch1After, mean: floor1 },
@@ -113,7 +123,7 @@ export async function runWebhooks({ infra, log, events = 3000 }) {
         ratio: deliveries / floor,
       };
     },
-    { env: { WEBHOOK_ALLOW_PRIVATE: "1" } },
+    { env: { WEBHOOK_ALLOW_PRIVATE: "1" }, cpuProfDir },
   );
 }
 
@@ -121,7 +131,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const arg = (name, d) => Number(process.argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1] ?? d);
   const { setup, log } = await import("../../scripts/lib/setup.mjs");
   const infra = await setup({ skipBuild: process.argv.includes("--skip-build") });
-  const result = await runWebhooks({ infra, log, events: arg("events", 3000) });
+  const cpuProfDir = process.argv.includes("--cpu-prof") ? join(benchDir, "..", "..", ".cache", "bench", "prof") : undefined;
+  const result = await runWebhooks({ infra, log, events: arg("events", 3000), cpuProfDir });
   process.stdout.write(`${JSON.stringify(result)}\n`);
   process.exit(0);
 }

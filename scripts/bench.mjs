@@ -9,7 +9,7 @@
 //                        first page as a user with reactions and promoted records)
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
-//                        (bench 1, and benches 6 and 8 over their measured rounds)
+//                        (bench 1, benches 6 and 8 over their measured rounds, 12 over its load)
 //        --rounds=N      measured rounds per case of benches 1, 2, 6, 9, 10 and 12 (default 4;
 //                        bench 1 rounds are 2.5 s, the others' 3 s)
 //        --events=N      webhook events bench 11 delivers (default 3000)
@@ -508,7 +508,7 @@ if (want(6) || want(7) || want(8)) {
 
   await bench(12, "12 warm user page", "warm-page.mjs", async (m) => {
     log("bench 12: warm first page as a user (own reactions, promoted) vs bare Fastify hello; MongoDB commands");
-    const r = await m.runWarmUserPage({ infra, log, rounds });
+    const r = await m.runWarmUserPage({ infra, log, rounds, cpuProfDir });
     raw.warmUserPage = r;
     const other = r.machine?.otherCores;
     const b = "12 warm user page";

@@ -32,6 +32,10 @@ export const configSchema = z.object({
   BOOTSTRAP_STAFF_EMAIL: z.string().email().optional(),
   BOOTSTRAP_STAFF_PASSWORD: z.string().min(12).max(1024).optional(),
   WEBHOOK_ALLOW_PRIVATE: flag,
+  // How the one-process system calls its own services: `direct` hands the messages to the
+  // implementation behind the same interceptors (kit/src/direct-transport.ts); `router` runs
+  // Connect's in-memory protocol (encode, frame, decode), as before, for comparison.
+  IN_PROCESS_RPC: z.enum(["direct", "router"]).default("direct"),
   // Webhook delivery: each attempt's time limit (milliseconds), and the waits before the 2nd,
   // 3rd, ... attempt (milliseconds, comma-separated, ±25% jitter each); after the last wait's
   // attempt fails the delivery is dead-lettered. Default: 8 attempts over about 3.5 hours.

@@ -8,6 +8,7 @@ import type { InternalAuth } from "./internal-auth.js";
 import type { Logger } from "./log.js";
 import type { ServiceName } from "./config.js";
 import { createClientInterceptor, createServerInterceptor } from "./rpc-context.js";
+import { createDirectTransport } from "./direct-transport.js";
 
 /** A service as mounted in a process: its Connect routes, plus optional lifecycle. */
 export interface ServiceModule {
@@ -28,10 +29,20 @@ function mountAll(router: ConnectRouter, modules: ServiceModule[]) {
 
 /**
  * In-process transport: how the one-process system connects the gateway to its services. Calls
- * are signed and verified here too: one path, whichever way a service is reached.
+ * are signed and verified here too: one path, whichever way a service is reached. `direct`
+ * (default): unary calls skip the wire format (direct-transport.ts); `router`: Connect's
+ * in-memory protocol for every call.
  */
-export function createInProcessTransport(modules: ServiceModule[], log: Logger, auth: InternalAuth): Transport {
-  return createLocalTransport((router) => mountAll(router, modules), log, auth);
+export function createInProcessTransport(modules: ServiceModule[], log: Logger, auth: InternalAuth, mode: "direct" | "router" = "direct"): Transport {
+  const routes = (router: ConnectRouter) => mountAll(router, modules);
+  const router = createLocalTransport(routes, log, auth);
+  if (mode === "router") return router;
+  return createDirectTransport({
+    routes,
+    clientInterceptors: [createClientInterceptor(auth)],
+    serverInterceptors: [createServerInterceptor(log, auth)],
+    streams: router,
+  });
 }
 
 /** Routes served in this process behind the same client and server interceptors (also for tests). */

@@ -59,7 +59,7 @@ export async function composeServices(infra: Infra): Promise<{ clients: Clients;
   const auth = internalAuthOf(infra.config);
   const local = serviceNames.filter((n) => !serviceUrl(infra.config, n));
   const modules = await Promise.all(local.map((n) => builds[n]({ ...infra, log: infra.log.child({ svc: n }) }, peers)));
-  const inProcess = modules.length ? createInProcessTransport(modules, infra.log, auth) : null;
+  const inProcess = modules.length ? createInProcessTransport(modules, infra.log, auth, infra.config.IN_PROCESS_RPC) : null;
   const transports = new Map<ServiceName, Transport>();
   for (const n of serviceNames) {
     const url = serviceUrl(infra.config, n);

@@ -12,7 +12,7 @@ import { batch, fmt, load, machineNote, pool, range, until, userToken, withSyste
 
 const ROUTE = "GET /v1/feeds/:group/:id";
 
-export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warmupS = 1, connections = 10 }) {
+export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 12", async (c) => {
     const AUTHORS = 10;
     const PER_AUTHOR = 4;
@@ -65,7 +65,14 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
     await api(c.url, "GET", path, { token: reader });
     const before = await mongoCommands(metricsUrl, ROUTE);
     log(`  load: ${targets.map((t) => t.name).join(", ")}; ${connections} connections, ${warmupS} s warm-up each, ${rounds} × ${roundS} s rounds each, taking turns`);
+    // (--cpu-prof: the system's profile over the warm-up and rounds, both targets' turns)
+    const profiling = Boolean(cpuProfDir && c.gatewayPid);
+    if (profiling) process.kill(c.gatewayPid, "SIGUSR2");
     const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
+    if (profiling) {
+      process.kill(c.gatewayPid, "SIGUSR2");
+      log(`  CPU profile of the system over the load: ${join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`)}`);
+    }
     const { total: commands, byName } = commandsSince(before, await mongoCommands(metricsUrl, ROUTE));
     const warm = r.targets.warm;
     log(`  ${machineNote(r.machine)}`);
@@ -84,5 +91,5 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
       commandsPerRead: commands / warm.sent,
       ratio: warm.rps / r.targets.hello.rps,
     };
-  });
+  }, { cpuProfDir });
 }

@@ -1,13 +1,16 @@
-import type { DescMessage, DescMethodUnary, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
+import { create, isMessage, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import {
+  ConnectError,
   createContextValues,
   createHandlerContext,
   createServiceImplSpec,
   type ConnectRouter,
   type ContextValues,
+  type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
   type Transport,
+  type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { getAbortSignalReason, invokeUnaryImplementation, runUnaryCall } from "@connectrpc/connect/protocol";
@@ -21,9 +24,36 @@ import { getAbortSignalReason, invokeUnaryImplementation, runUnaryCall } from "@
 // fresh context values (only what the verified token says), a deadline or cancelled signal
 // rejects the call as over the wire. Messages are passed by reference: neither side changes a
 // message after handing it over (requests are built per call; answers are read, not edited).
-// Streaming calls take the router transport (`streams`).
+// Streaming calls take the router transport (`streams`). A call with neither a deadline nor a
+// signal of its caller (nearly all) also skips the abort signals and timers Connect would set up
+// for it, six per call: nothing could abort it, and no implementation here listens.
 
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
+type Unary = (req: UnaryRequest) => Promise<UnaryResponse>;
+
+/** Never aborted: the signal of calls nothing can abort. */
+const NEVER = new AbortController().signal;
+
+/** Interceptors around `next`, the first outermost (as Connect applies them). */
+const chain = (interceptors: Interceptor[], next: Unary): Unary =>
+  interceptors.reduceRight<Unary>((n, i) => i(n as never) as unknown as Unary, next);
+
+/** What an implementation is handed for a call that has no deadline and cannot be aborted. */
+function plainContext(req: UnaryRequest, url: string): HandlerContext {
+  return {
+    service: req.service,
+    method: req.method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url,
+    signal: NEVER,
+    timeoutMs: () => undefined,
+    requestHeader: req.header,
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: createContextValues(),
+  };
+}
 
 /** Collects the unary implementations that `routes` mounts. */
 function unarySpecs(routes: (router: ConnectRouter) => void): Map<string, UnarySpec> {
@@ -73,6 +103,14 @@ export function createDirectTransport(opts: {
 }): Transport {
   const specs = unarySpecs(opts.routes);
   const { clientInterceptors, serverInterceptors, streams } = opts;
+  const urlOf = (req: UnaryRequest) => `in-process:/${req.method.parent.typeName}/${req.method.name}`;
+  // The plain path: client interceptors, then the server side with a plain context.
+  const plain = chain(clientInterceptors, async (req) => {
+    const spec = specs.get(`${req.method.parent.typeName}/${req.method.name}`) as UnarySpec;
+    const ctx = plainContext(req, urlOf(req));
+    const message = await invokeUnaryImplementation(spec, ctx, req.message, serverInterceptors);
+    return { stream: false, service: req.service, method: req.method, header: ctx.responseHeader, trailer: ctx.responseTrailer, message };
+  });
 
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
@@ -86,6 +124,24 @@ export function createDirectTransport(opts: {
       const spec = specs.get(`${method.parent.typeName}/${method.name}`);
       if (!spec) return streams.unary(method, signal, timeoutMs, header, input, contextValues);
       const url = `in-process:/${method.parent.typeName}/${method.name}`;
+      if (!signal && timeoutMs === undefined) {
+        const req: UnaryRequest<I, O> = {
+          stream: false,
+          service: method.parent,
+          method,
+          requestMethod: "POST",
+          url,
+          signal: NEVER,
+          header: new Headers(header),
+          contextValues: contextValues ?? createContextValues(),
+          message: isMessage(input, method.input) ? input : create(method.input, input),
+        };
+        try {
+          return (await plain(req)) as unknown as UnaryResponse<I, O>;
+        } catch (e) {
+          throw ConnectError.from(e);
+        }
+      }
       return runUnaryCall<I, O>({
         interceptors: clientInterceptors,
         signal,

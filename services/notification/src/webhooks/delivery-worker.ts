@@ -120,7 +120,8 @@ export function createDeliveryWorker(deps: {
     if (!running || directInFlight >= DIRECT_MAX || options.attemptTimeoutMs > DIRECT_ATTEMPT_MAX_MS || healthy.get(task.d) === false) return false;
     directInFlight++;
     try {
-      const dest = await destinations.forDelivery(task.t, task.d);
+      // The notify worker has just read the tenant's routes: they name this destination.
+      const dest = await destinations.routed(task.t, task.d);
       // Deleted meanwhile: the queue's path records it.
       if (!dest || (await slots.take(task.d, STALL_MS)) !== "taken") return false;
       const record = recordOf(task);

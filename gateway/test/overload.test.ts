@@ -1,0 +1,123 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyInstance } from "fastify";
+import { afterEach, describe, expect, it } from "vitest";
+import { internal } from "@feeds/kit";
+import { installErrorHandling } from "../src/http.js";
+import { installOverloadShedding, type OverloadOptions } from "../src/overload.js";
+
+// Overload shedding: past the limit a request is answered at once with 429 RATE_LIMITED in the
+// interface's envelope and Retry-After; under it nothing is shed; health is never shed.
+
+const log = { info: () => undefined, error: () => undefined } as unknown as Parameters<typeof installErrorHandling>[1];
+
+let app: FastifyInstance | undefined;
+afterEach(async () => {
+  await app?.close();
+  app = undefined;
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A gateway-like app: /slow requests stay in flight until `release()`, /wait/:ms answers 200 and
+ * /fail/:ms 500 after that long, /quick at once.
+ */
+async function build(o: OverloadOptions) {
+  app = Fastify({ genReqId: () => randomUUID() });
+  installErrorHandling(app, log);
+  const shedding = installOverloadShedding(app, o);
+  const waiting: (() => void)[] = [];
+  app.get("/slow", () => new Promise((resolve) => waiting.push(() => resolve({ ok: true }))));
+  app.get<{ Params: { ms: string } }>("/wait/:ms", async (req) => {
+    await sleep(Number(req.params.ms));
+    return { ok: true };
+  });
+  app.get<{ Params: { ms: string } }>("/fail/:ms", async (req) => {
+    await sleep(Number(req.params.ms));
+    throw internal(new Error("down"));
+  });
+  app.get("/quick", async () => ({ ok: true }));
+  app.get("/v1/health", async () => ({ status: "ok" }));
+  await app.ready();
+  const release = () => waiting.splice(0).forEach((r) => r());
+  const inFlight = async (n: number) => {
+    while (waiting.length < n) await new Promise((r) => setTimeout(r, 5));
+  };
+  return { app, shedding, release, inFlight };
+}
+
+type Envelope = { error: { code: string; message: string; requestId: string; fields?: unknown } };
+
+describe("overload shedding", () => {
+  it("answers 429 RATE_LIMITED with Retry-After past the in-flight limit, and serves under it", async () => {
+    const { app, shedding, release, inFlight } = await build({ maxLatencyMs: 0, maxInFlight: 3, maxEventLoopDelayMs: 0, retryAfterSeconds: 2 });
+    // Under the limit: three in flight, none shed.
+    const admitted = [0, 1, 2].map(() => app.inject({ method: "GET", url: "/slow" }));
+    await inFlight(3);
+    expect(shedding.inFlight()).toBe(3);
+    // At the limit: the next one is shed at once, in the envelope; health still answers.
+    const shed = await app.inject({ method: "GET", url: "/slow" });
+    expect(shed.statusCode).toBe(429);
+    expect(shed.headers["retry-after"]).toBe("2");
+    const body = shed.json<Envelope>();
+    expect(Object.keys(body.error).sort()).toEqual(["code", "message", "requestId"]);
+    expect(body.error.code).toBe("RATE_LIMITED");
+    expect(body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
+    release();
+    expect((await Promise.all(admitted)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
+    // Answered requests leave the count: the next ones are served again.
+    expect(shedding.inFlight()).toBe(0);
+    const again = [0, 1, 2].map(() => app.inject({ method: "GET", url: "/slow" }));
+    await inFlight(3);
+    release();
+    expect((await Promise.all(again)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
+    expect(shedding.shed()).toBe(1);
+  });
+
+  it("sheds while the event loop is delayed past its limit, and not once it is not", async () => {
+    const { app } = await build({ maxLatencyMs: 0, maxInFlight: 0, maxEventLoopDelayMs: 40, retryAfterSeconds: 1, windowMs: 200 });
+    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
+    // A quiet loop: nothing shed (an unknown route answers its 404).
+    await new Promise((r) => setTimeout(r, 250));
+    expect((await app.inject({ method: "GET", url: "/nope" })).statusCode).toBe(404);
+    // Block the loop for 600 ms: the window's mean delay is far past 40 ms.
+    const t = Date.now();
+    while (Date.now() - t < 600);
+    await sleep(50);
+    const busy = await app.inject({ method: "GET", url: "/nope" });
+    expect(busy.statusCode).toBe(429);
+    expect(busy.headers["retry-after"]).toBe("1");
+    expect(busy.json<Envelope>().error.code).toBe("RATE_LIMITED");
+    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
+    // Two quiet windows later it serves again.
+    await sleep(500);
+    expect((await app.inject({ method: "GET", url: "/nope" })).statusCode).toBe(404);
+  });
+
+  it("sheds a route whose quickest answer of a window was over the limit, not the other routes, not on 5xx", async () => {
+    const { app, shedding } = await build({ maxLatencyMs: 100, maxInFlight: 0, maxEventLoopDelayMs: 0, retryAfterSeconds: 3, windowMs: 100 });
+    const get = (url: string) => app.inject({ method: "GET", url });
+    // Quick answers: nothing shed.
+    expect((await Promise.all([get("/wait/10"), get("/wait/10")])).map((r) => r.statusCode)).toEqual([200, 200]);
+    await sleep(250);
+    expect((await get("/wait/10")).statusCode).toBe(200);
+    // Three answers of 300 ms in one window, one more still in flight: the route has a queue.
+    const slow = [get("/wait/300"), get("/wait/300"), get("/wait/300"), get("/wait/1500")];
+    const failing = [get("/fail/300"), get("/fail/300"), get("/fail/1500")];
+    await sleep(600);
+    const shedNow = await get("/wait/10");
+    expect(shedNow.statusCode).toBe(429);
+    expect(shedNow.headers["retry-after"]).toBe("3");
+    expect(shedNow.json<Envelope>().error.code).toBe("RATE_LIMITED");
+    // Another route answers; a route failing slowly with 500 is not shed (an outage stays INTERNAL).
+    expect((await get("/quick")).statusCode).toBe(200);
+    expect((await get("/fail/0")).statusCode).toBe(500);
+    expect((await Promise.all(slow)).map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
+    expect((await Promise.all(failing)).map((r) => r.statusCode)).toEqual([500, 500, 500]);
+    // Nothing of it left in flight: served again.
+    await sleep(300);
+    expect((await get("/wait/10")).statusCode).toBe(200);
+    expect(shedding.shed()).toBe(1);
+  });
+});

@@ -8,11 +8,14 @@ import { sendError } from "./http.js";
 // would reach clients as INTERNAL) instead of joining a queue that only grows. Three signals,
 // each off at 0:
 // - a route's standing queue (CoDel's test): over the last window even the quickest answer of the
-//   route took longer than `maxLatencyMs`, so its requests wait behind each other (writes queued
-//   on the database while warm reads, another route, still answer in milliseconds). Its new
-//   requests are shed until a window's quickest answer is under the limit again, or none of it is
-//   left in flight. Answers of 500 and above do not count: an outage fails requests with INTERNAL
-//   as the contract says, it is not shed;
+//   route took longer than `maxLatencyMs` while several of its requests were in flight, so they
+//   wait behind each other (writes queued on the database while warm reads, another route, still
+//   answer in milliseconds). Its new requests are shed while that holds: until a window whose
+//   quickest answer is under the limit, or fewer than QUEUE of its requests in flight (a burst of
+//   slow requests sent at once, as a test does, is admitted whole). Answers of 500 and above do
+//   not count: an outage fails requests with INTERNAL as the contract says, it is not shed. Batch
+//   imports (their time is their size) and the operator and admin routes (slow by design:
+//   password hashing, provisioning) are exempt;
 // - requests in flight over `maxInFlight`: a backstop bounding all admitted work;
 // - event-loop delay over `maxEventLoopDelayMs` (the window's mean, as @fastify/under-pressure
 //   measures it): the process is too busy to even read its sockets.
@@ -33,12 +36,16 @@ export interface OverloadState {
 }
 
 const NEVER_SHED = "/v1/health";
+/** Requests of a route in flight at once from which slow answers mean a queue. */
+const QUEUE = 4;
+const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 interface RouteState {
   inFlight: number;
   answered: number;
   quickestMs: number;
   queued: boolean;
+  tested: boolean;
 }
 
 export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions): OverloadState {
@@ -54,8 +61,8 @@ export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions
       h.reset();
     }
     for (const r of routes.values()) {
-      if (r.answered) r.queued = r.quickestMs > o.maxLatencyMs;
-      else if (!r.inFlight) r.queued = false;
+      if (r.answered) r.queued = r.quickestMs > o.maxLatencyMs && r.inFlight >= QUEUE;
+      else if (r.inFlight < QUEUE) r.queued = false;
       r.answered = 0;
       r.quickestMs = Infinity;
     }
@@ -71,8 +78,9 @@ export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions
     if (req.url.startsWith(NEVER_SHED)) return done();
     const key = `${req.method} ${req.routeOptions.url ?? ""}`;
     let route = routes.get(key);
-    if (!route) routes.set(key, (route = { inFlight: 0, answered: 0, quickestMs: Infinity, queued: false }));
-    if (loopBusy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight) || (o.maxLatencyMs > 0 && route.queued)) {
+    if (!route) routes.set(key, (route = { inFlight: 0, answered: 0, quickestMs: Infinity, queued: false, tested: latencyTested(req.url) }));
+    const queued = o.maxLatencyMs > 0 && route.tested && route.queued && route.inFlight >= QUEUE;
+    if (queued || loopBusy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight)) {
       shed++;
       // No done(): the answer is sent here and nothing else of the request runs.
       sendError(reply, req.id, new FeedsError("RATE_LIMITED", "server busy, retry after the wait", [], { retryAfterSeconds: o.retryAfterSeconds }));

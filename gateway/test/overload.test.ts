@@ -19,8 +19,8 @@ afterEach(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * A gateway-like app: /slow requests stay in flight until `release()`, /wait/:ms answers 200 and
- * /fail/:ms 500 after that long, /quick at once.
+ * A gateway-like app: /slow requests stay in flight until `release()`, /v1/wait/:ms (and
+ * /v1/batch/wait/:ms) answers 200 and /v1/fail/:ms 500 after that long, /v1/quick at once.
  */
 async function build(o: OverloadOptions) {
   app = Fastify({ genReqId: () => randomUUID() });
@@ -28,15 +28,17 @@ async function build(o: OverloadOptions) {
   const shedding = installOverloadShedding(app, o);
   const waiting: (() => void)[] = [];
   app.get("/slow", () => new Promise((resolve) => waiting.push(() => resolve({ ok: true }))));
-  app.get<{ Params: { ms: string } }>("/wait/:ms", async (req) => {
-    await sleep(Number(req.params.ms));
-    return { ok: true };
-  });
-  app.get<{ Params: { ms: string } }>("/fail/:ms", async (req) => {
+  for (const url of ["/v1/wait/:ms", "/v1/batch/wait/:ms"]) {
+    app.get<{ Params: { ms: string } }>(url, async (req) => {
+      await sleep(Number(req.params.ms));
+      return { ok: true };
+    });
+  }
+  app.get<{ Params: { ms: string } }>("/v1/fail/:ms", async (req) => {
     await sleep(Number(req.params.ms));
     throw internal(new Error("down"));
   });
-  app.get("/quick", async () => ({ ok: true }));
+  app.get("/v1/quick", async () => ({ ok: true }));
   app.get("/v1/health", async () => ({ status: "ok" }));
   await app.ready();
   const release = () => waiting.splice(0).forEach((r) => r());
@@ -95,29 +97,34 @@ describe("overload shedding", () => {
     expect((await app.inject({ method: "GET", url: "/nope" })).statusCode).toBe(404);
   });
 
-  it("sheds a route whose quickest answer of a window was over the limit, not the other routes, not on 5xx", async () => {
+  it("sheds a route whose quickest answer of a window was over the limit with a queue, not other routes, not on 5xx", async () => {
     const { app, shedding } = await build({ maxLatencyMs: 100, maxInFlight: 0, maxEventLoopDelayMs: 0, retryAfterSeconds: 3, windowMs: 100 });
     const get = (url: string) => app.inject({ method: "GET", url });
+    const many = (n: number, url: string) => Array.from({ length: n }, () => get(url));
     // Quick answers: nothing shed.
-    expect((await Promise.all([get("/wait/10"), get("/wait/10")])).map((r) => r.statusCode)).toEqual([200, 200]);
-    await sleep(250);
-    expect((await get("/wait/10")).statusCode).toBe(200);
-    // Three answers of 300 ms in one window, one more still in flight: the route has a queue.
-    const slow = [get("/wait/300"), get("/wait/300"), get("/wait/300"), get("/wait/1500")];
-    const failing = [get("/fail/300"), get("/fail/300"), get("/fail/1500")];
+    expect((await Promise.all(many(6, "/v1/wait/10"))).map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
+    // A burst of slow ones, answered: nothing left in flight, nothing shed afterwards.
+    expect((await Promise.all(many(6, "/v1/wait/300"))).map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect((await get("/v1/wait/10")).statusCode).toBe(200);
+    // Three answers of 300 ms in one window while four more are in flight: the route has a queue.
+    const slow = [...many(3, "/v1/wait/300"), ...many(4, "/v1/wait/1500")];
+    const batch = [...many(3, "/v1/batch/wait/300"), ...many(4, "/v1/batch/wait/1500")];
+    const failing = [...many(3, "/v1/fail/300"), ...many(4, "/v1/fail/1500")];
     await sleep(600);
-    const shedNow = await get("/wait/10");
+    const shedNow = await get("/v1/wait/10");
     expect(shedNow.statusCode).toBe(429);
     expect(shedNow.headers["retry-after"]).toBe("3");
     expect(shedNow.json<Envelope>().error.code).toBe("RATE_LIMITED");
-    // Another route answers; a route failing slowly with 500 is not shed (an outage stays INTERNAL).
-    expect((await get("/quick")).statusCode).toBe(200);
-    expect((await get("/fail/0")).statusCode).toBe(500);
-    expect((await Promise.all(slow)).map((r) => r.statusCode)).toEqual([200, 200, 200, 200]);
-    expect((await Promise.all(failing)).map((r) => r.statusCode)).toEqual([500, 500, 500]);
-    // Nothing of it left in flight: served again.
-    await sleep(300);
-    expect((await get("/wait/10")).statusCode).toBe(200);
+    // Another route answers; a batch import is never shed for its time; a route failing slowly with
+    // 500 is not shed (an outage stays INTERNAL).
+    expect((await get("/v1/quick")).statusCode).toBe(200);
+    expect((await get("/v1/batch/wait/0")).statusCode).toBe(200);
+    expect((await get("/v1/fail/0")).statusCode).toBe(500);
+    expect((await Promise.all(slow)).map((r) => r.statusCode)).toEqual(slow.map(() => 200));
+    expect((await Promise.all(batch)).map((r) => r.statusCode)).toEqual(batch.map(() => 200));
+    expect((await Promise.all(failing)).map((r) => r.statusCode)).toEqual(failing.map(() => 500));
+    // Nothing of it left in flight: served at once.
+    expect((await get("/v1/wait/10")).statusCode).toBe(200);
     expect(shedding.shed()).toBe(1);
   });
 });

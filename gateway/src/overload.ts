@@ -36,8 +36,12 @@ export interface OverloadState {
 }
 
 const NEVER_SHED = "/v1/health";
-/** Requests of a route in flight at once from which slow answers mean a queue. */
-const QUEUE = 4;
+/**
+ * Requests of a route in flight at once from which slow answers mean a queue: more than a client
+ * sending waves of a few requests at a time keeps there (such a client cannot overload anything;
+ * an open stream of requests the route cannot keep up with passes it soon).
+ */
+const QUEUE = 16;
 const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 interface RouteState {

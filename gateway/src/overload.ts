@@ -41,7 +41,7 @@ const NEVER_SHED = "/v1/health";
  * sending waves of a few requests at a time keeps there (such a client cannot overload anything;
  * an open stream of requests the route cannot keep up with passes it soon).
  */
-const QUEUE = 16;
+const QUEUE = 8;
 const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 interface RouteState {

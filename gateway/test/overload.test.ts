@@ -103,16 +103,16 @@ describe("overload shedding", () => {
     const many = (n: number, url: string) => Array.from({ length: n }, () => get(url));
     // Quick answers: nothing shed.
     expect((await Promise.all(many(6, "/v1/wait/10"))).map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
-    // Waves of 15 slow ones, each sent as the previous one answered (a closed-loop client): no
-    // queue of 16, nothing shed.
+    // Waves of 7 slow ones, each sent as the previous one answered (a closed-loop client): no
+    // queue of 8, nothing shed.
     for (let wave = 0; wave < 3; wave++) {
-      const answers = await Promise.all(many(15, "/v1/wait/300"));
+      const answers = await Promise.all(many(7, "/v1/wait/300"));
       expect(answers.map((r) => r.statusCode)).toEqual(answers.map(() => 200));
     }
-    // Three answers of 300 ms in one window while 16 more are in flight: the route has a queue.
-    const slow = [...many(3, "/v1/wait/300"), ...many(16, "/v1/wait/1500")];
-    const batch = [...many(3, "/v1/batch/wait/300"), ...many(16, "/v1/batch/wait/1500")];
-    const failing = [...many(3, "/v1/fail/300"), ...many(16, "/v1/fail/1500")];
+    // Three answers of 300 ms in one window while 8 more are in flight: the route has a queue.
+    const slow = [...many(3, "/v1/wait/300"), ...many(8, "/v1/wait/1500")];
+    const batch = [...many(3, "/v1/batch/wait/300"), ...many(8, "/v1/batch/wait/1500")];
+    const failing = [...many(3, "/v1/fail/300"), ...many(8, "/v1/fail/1500")];
     await sleep(600);
     const shedNow = await get("/v1/wait/10");
     expect(shedNow.statusCode).toBe(429);

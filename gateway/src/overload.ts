@@ -7,15 +7,13 @@ import { sendError } from "./http.js";
 // 429 RATE_LIMITED and Retry-After (interface section 7: the one retryable "wait" code; a 503
 // would reach clients as INTERNAL) instead of joining a queue that only grows. Three signals,
 // each off at 0:
-// - a route's standing queue (CoDel's test): over the last window even the quickest answer of the
-//   route took longer than `maxLatencyMs` while several of its requests were in flight, so they
-//   wait behind each other (writes queued on the database while warm reads, another route, still
-//   answer in milliseconds). Its new requests are shed while that holds: until a window whose
-//   quickest answer is under the limit, or fewer than QUEUE of its requests in flight (a burst of
-//   slow requests sent at once, as a test does, is admitted whole). Answers of 500 and above do
-//   not count: an outage fails requests with INTERNAL as the contract says, it is not shed. Batch
-//   imports (their time is their size) and the operator and admin routes (slow by design:
-//   password hashing, provisioning) are exempt;
+// - a route's standing queue: at least QUEUE of its requests have been in flight longer than
+//   `maxLatencyMs` (writes queued on the database while warm reads, another route, still answer
+//   in milliseconds; a stall; cold reads waiting while the route's warm ones answer). Its new
+//   requests are shed while that holds, re-tested every window. A burst of slow requests sent at
+//   once, as a test does, is admitted whole; a client sending waves of fewer than QUEUE is never
+//   shed. Batch imports (their time is their size) and the operator and admin routes (slow by
+//   design: password hashing, provisioning) are exempt;
 // - requests in flight over `maxInFlight`: a backstop bounding all admitted work;
 // - event-loop delay over `maxEventLoopDelayMs` (the window's mean, as @fastify/under-pressure
 //   measures it): the process is too busy to even read its sockets.
@@ -37,19 +35,18 @@ export interface OverloadState {
 
 const NEVER_SHED = "/v1/health";
 /**
- * Requests of a route in flight at once from which slow answers mean a queue: more than a client
- * sending waves of a few requests at a time keeps there (such a client cannot overload anything;
- * an open stream of requests the route cannot keep up with passes it soon).
+ * Requests of a route waiting past the limit that make a queue: more than a client sending waves
+ * of a few requests at a time keeps there (such a client cannot overload anything; an open stream
+ * of requests the route cannot keep up with passes it soon).
  */
 const QUEUE = 8;
 const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 interface RouteState {
-  inFlight: number;
-  answered: number;
-  quickestMs: number;
   queued: boolean;
   tested: boolean;
+  /** Request id → when it was admitted, of the route's requests in flight. */
+  started: Map<string, number>;
 }
 
 export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions): OverloadState {
@@ -65,10 +62,10 @@ export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions
       h.reset();
     }
     for (const r of routes.values()) {
-      if (r.answered) r.queued = r.quickestMs > o.maxLatencyMs && r.inFlight >= QUEUE;
-      else if (r.inFlight < QUEUE) r.queued = false;
-      r.answered = 0;
-      r.quickestMs = Infinity;
+      const now = performance.now();
+      let waiting = 0;
+      for (const t0 of r.started.values()) if (now - t0 > o.maxLatencyMs) waiting++;
+      r.queued = waiting >= QUEUE;
     }
   }, o.windowMs ?? 250);
   timer.unref();
@@ -82,8 +79,8 @@ export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions
     if (req.url.startsWith(NEVER_SHED)) return done();
     const key = `${req.method} ${req.routeOptions.url ?? ""}`;
     let route = routes.get(key);
-    if (!route) routes.set(key, (route = { inFlight: 0, answered: 0, quickestMs: Infinity, queued: false, tested: latencyTested(req.url) }));
-    const queued = o.maxLatencyMs > 0 && route.tested && route.queued && route.inFlight >= QUEUE;
+    if (!route) routes.set(key, (route = { queued: false, tested: latencyTested(req.url), started: new Map() }));
+    const queued = o.maxLatencyMs > 0 && route.tested && route.queued && route.started.size >= QUEUE;
     if (queued || loopBusy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight)) {
       shed++;
       // No done(): the answer is sent here and nothing else of the request runs.
@@ -91,16 +88,12 @@ export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions
       return;
     }
     inFlight++;
-    route.inFlight++;
-    const r = route;
-    const t0 = performance.now();
+    const started = route.started;
+    started.set(req.id, performance.now());
     // "close" comes after the answer is written, and also when the client went away first.
     reply.raw.once("close", () => {
       inFlight--;
-      r.inFlight--;
-      if (reply.statusCode >= 500) return;
-      r.answered++;
-      r.quickestMs = Math.min(r.quickestMs, performance.now() - t0);
+      started.delete(req.id);
     });
     done();
   });

@@ -94,8 +94,8 @@ export const configSchema = z.object({
   // Overload shedding at the gateway (gateway/src/overload.ts): past any limit a new request is
   // answered 429 RATE_LIMITED with Retry-After at once rather than queued; 0 turns a limit off.
   // Health and readiness are never shed.
-  // A route's quickest answer over the last quarter second (milliseconds): above it the route's
-  // requests queue behind each other, and its new ones are shed until that clears.
+  // How long a route's requests may wait (milliseconds): once 8 of them have been in flight
+  // longer, the route has a queue, and its new requests are shed until that clears.
   OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
   // Requests being served at once, all routes.
   OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(256),

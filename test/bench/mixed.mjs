@@ -4,7 +4,7 @@
 // timeline has a first page. The mix (mixed-requests.mjs): 10% POST an activity to the caller's
 // own user feed, 90% GET the caller's timeline first page, each with that user's token.
 //   capacity  closed loop, `connections` at once: the saturation throughput of the mix (2xx/s),
-//             measured before and after the open-loop rounds; their mean is the capacity.
+//             before the open-loop rounds; again 3 s after the last one (recovery, info).
 //   25/50/75% open loop at that fraction of capacity: p50/p99/p99.9 from each request's
 //             scheduled time (openloop.mjs).
 //   150%      open loop at 1.5× capacity: goodput (2xx answered per second) against the capacity
@@ -115,13 +115,14 @@ export async function runMixedLoad({
         log(`  load: mix 10% POST activity / 90% GET timeline page 1, user tokens; capacity = closed loop, ${connections} connections, ${capacityS} s, before and after; open-loop rounds of ${roundS} s`);
         const before = await phase("capacity before", { mode: "closed", connections, durationS: capacityS, warmupS });
         const open = [];
-        let capacity = before.rps;
+        const capacity = before.rps;
         for (const f of fractions) open.push(await phase(`open ${f * 100}%`, { mode: "open", rate: f * capacity, durationS: roundS }));
         const over = await phase(`open ${overload * 100}%`, { mode: "open", rate: overload * capacity, durationS: roundS });
         // Let the overload's backlog (fan-out of its writes) drain before measuring again.
         await sleep(3000);
+        // Recovery: the same closed loop again. The floor stays the capacity before: the one the
+        // rates were fractions of (a system still recovering must not lower it).
         const after = await phase("capacity after", { mode: "closed", connections, durationS: capacityS });
-        capacity = (before.rps + after.rps) / 2;
         return {
           namespace: c.namespace,
           users,

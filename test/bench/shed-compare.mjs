@@ -15,15 +15,17 @@ const { api, benchDir, cpuMeter, dropNamespaceSafely, namespaceHelpers, serverTo
 const { seedMixed } = await import("./mixed.mjs");
 const { runLoad } = await import("./openloop.mjs");
 
+const off = { OVERLOAD_MAX_LATENCY_MS: "0", OVERLOAD_MAX_IN_FLIGHT: "0", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" };
 const variants = {
-  none: { OVERLOAD_MAX_IN_FLIGHT: "0", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" },
-  inflight32: { OVERLOAD_MAX_IN_FLIGHT: "32", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" },
-  inflight64: { OVERLOAD_MAX_IN_FLIGHT: "64", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" },
-  inflight128: { OVERLOAD_MAX_IN_FLIGHT: "128", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" },
-  loop50: { OVERLOAD_MAX_IN_FLIGHT: "0", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "50" },
-  loop100: { OVERLOAD_MAX_IN_FLIGHT: "0", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "100" },
+  none: off,
+  defaults: {},
+  latency500: { OVERLOAD_MAX_LATENCY_MS: "500" },
+  inflight64: { ...off, OVERLOAD_MAX_IN_FLIGHT: "64" },
+  inflight128: { ...off, OVERLOAD_MAX_IN_FLIGHT: "128" },
+  loop50: { ...off, OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "50" },
+  loop100: { ...off, OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "100" },
 };
-const chosen = (arg("variants") ?? "none,inflight64,inflight128,loop50").split(",");
+const chosen = (arg("variants") ?? "none,defaults,inflight128,loop50").split(",");
 const users = 500;
 const { newNamespace } = await namespaceHelpers();
 const namespace = newNamespace("bench");

@@ -6,7 +6,8 @@
 // Flags: --only=1,2,...  run only those benches (1 full path, 2 rpc, 3 memory, 4 ferretdb, 5 jwt,
 //                        6 feed reads, 7 fan-out, 8 add-activity throughput, 9 reactions with
 //                        their counts, 10 notification page, 11 webhook deliveries, 12 warm
-//                        first page as a user with reactions and promoted records)
+//                        first page as a user with reactions and promoted records, 13 mixed
+//                        open-loop load and overload with RSS)
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
 //                        (bench 1, benches 6 and 8 over their measured rounds, 12 over its load)
@@ -533,6 +534,78 @@ if (want(6) || want(7) || want(8)) {
       status: status(r.commands === 0 && !r.warm.non2xx),
     });
   });
+}
+
+// 13 (issue 11 item 5): mixed 10% write / 90% read load, open loop at fractions of the capacity
+// the same mix saturates at, overload shedding at 150%, RSS.
+if (want(13)) {
+  const b = "13 mixed load";
+  const path = join(root, "test", "bench", "mixed.mjs");
+  if (!existsSync(path)) errorRow(b, new Error("test/bench/mixed.mjs does not exist yet"), "SKIP");
+  else {
+    await before("13");
+    try {
+      log("bench 13: mixed load (10% POST activity, 90% GET timeline page 1), closed-loop capacity, open loop at 25/50/75/150%");
+      const m = await import(pathToFileURL(path).href);
+      const r = await m.runMixedLoad({ infra, log });
+      raw.mixed = r;
+      const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} / p99.9 ${fmt(x.p999)} ms`;
+      const notes = (x) => `system ${(x.systemCores * 100).toFixed(0)}% core, load avg ${x.loadAverage.toFixed(2)}`;
+      const { before: cb, after: ca } = r;
+      row({
+        bench: b,
+        other: Math.max(cb.otherCores, ca.otherCores),
+        figure: `capacity: closed loop, ${cb.connections} connections, 2xx/s before the open rounds (${ms(cb)}; ${cb.shed} shed; ${notes(cb)})`,
+        value: r.capacity,
+        unit: "req/s",
+      });
+      row({
+        bench: b,
+        other: ca.otherCores,
+        figure: `the same closed loop 3 s after the 150% round: recovery (${ms(ca)}; ${ca.shed} shed, ${ca.errors} errors; ${notes(ca)})`,
+        value: ca.rps,
+        unit: "req/s",
+        floor: r.capacity,
+        ratio: ca.rps / r.capacity,
+        target: "report",
+      });
+      for (const x of r.open) {
+        row({
+          bench: b,
+          other: x.otherCores,
+          figure: `open loop ${x.label.slice(5)} of capacity, ${fmt(x.rate)} req/s offered (${ms(x)}; reads p99 ${fmt(x.byName.read.p99)}, writes p99 ${fmt(x.byName.write.p99)} ms; ${x.shed} shed, ${x.errors} errors; ${notes(x)})`,
+          value: x.p99,
+          unit: "ms p99",
+          target: "report",
+        });
+      }
+      const o = r.over;
+      row({
+        bench: b,
+        other: o.otherCores,
+        figure: `open loop ${o.label.slice(5)} (${fmt(o.rate)} req/s offered): goodput, 2xx answered/s vs capacity (${o.shed} of ${o.sent} shed with 429, ${o.errors} errors; ${ms(o)}; ${notes(o)})`,
+        value: o.goodput,
+        unit: "req/s",
+        floor: r.capacity,
+        ratio: r.overloadRatio,
+        target: "≥ 90%",
+        status: status(r.overloadRatio >= 0.9),
+      });
+      row({
+        bench: b,
+        other: o.otherCores,
+        figure: `open loop ${o.label.slice(5)}: longest wait for any answer (2xx, 429 or error) from its scheduled time`,
+        value: o.maxAnswerMs / 1000,
+        unit: "s",
+        target: "≤ 3 s",
+        status: status(o.maxAnswerMs <= 3000 && !o.errors),
+      });
+      row({ bench: b, figure: `idle RSS, one process, after set-up (${r.users} users, ${r.users * r.follows} follows, ${r.seedPosts} activities)`, value: r.idleRssMb, unit: "MB", target: "< 300 MB", status: status(r.idleRssMb < 300) });
+      row({ bench: b, figure: "peak RSS, one process, over the mixed-load rounds (sampled every 100 ms)", value: r.peakRssMb, unit: "MB", target: "report" });
+    } catch (e) {
+      errorRow(b, e);
+    }
+  }
 }
 
 function fmt(v) {

@@ -5,6 +5,7 @@ import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { installErrorHandling } from "./http.js";
 import { installHttpMetrics } from "./http-metrics.js";
+import { installOverloadShedding } from "./overload.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
@@ -46,6 +47,12 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   installErrorHandling(app, log);
   installHttpMetrics(app);
+  installOverloadShedding(app, {
+    maxLatencyMs: config.OVERLOAD_MAX_LATENCY_MS,
+    maxInFlight: config.OVERLOAD_MAX_IN_FLIGHT,
+    maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+    retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS,
+  });
 
   // Each part gets the clients it calls and no others.
   const { tenancy, users, operators, feed, promoted, graph, catalog, engagement, notification, webhooks, health } = clients;

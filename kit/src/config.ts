@@ -95,6 +95,18 @@ export const configSchema = z.object({
   SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(12 * 3600),
   // Readiness: each dependency check's own timeout (milliseconds).
   READY_CHECK_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
+  // Overload shedding at the gateway (gateway/src/overload.ts): past any limit a new request is
+  // answered 429 RATE_LIMITED with Retry-After at once rather than queued; 0 turns a limit off.
+  // Health and readiness are never shed.
+  // How long a route's requests may wait (milliseconds): once 8 of them have been in flight
+  // longer, the route has a queue, and its new requests are shed until that clears.
+  OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
+  // Requests being served at once, all routes.
+  OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(256),
+  // Mean event-loop delay over the last quarter second (milliseconds).
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  // The Retry-After of a shed request (seconds).
+  OVERLOAD_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(1),
 });
 
 export type Config = z.infer<typeof configSchema>;

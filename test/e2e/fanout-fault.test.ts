@@ -53,6 +53,19 @@ describe("fan-out under faults (split mode: the feed service is its own process)
     server = await createServerToken(created.body.tenant.api_key, created.body.api_secret);
   });
 
+  /**
+   * Set-up: one batch of follows. On a loaded machine the gateway's call to a cold graph process
+   * can pass its deadline (a 500) and items can fail; a duplicate edge is ok, so it is sent again.
+   */
+  async function follow(follows: { source: string; target: string }[]) {
+    const send = () => http("POST", "/v1/batch/follows", { url: system.url, token: server, body: { follows } });
+    const done = (res: Awaited<ReturnType<typeof send>>) => res.status === 200 && res.body.results.every((r: { ok: boolean }) => r.ok);
+    let res = await send();
+    for (let i = 0; i < 2 && !done(res); i++) res = await send();
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.results.every((r: { ok: boolean }) => r.ok), JSON.stringify(res.body.results.find((r: { ok: boolean }) => !r.ok))).toBe(true);
+  }
+
   afterAll(async () => {
     await system?.stop();
     await mongo?.close();
@@ -61,10 +74,7 @@ describe("fan-out under faults (split mode: the feed service is its own process)
 
   it("a killed worker resumes and every follower feed holds the activity exactly once", { timeout: 240_000 }, async () => {
     for (let i = 0; i < FOLLOWERS; i += 100) {
-      const follows = Array.from({ length: 100 }, (_, j) => ({ source: `timeline:f${i + j}`, target: "user:celebrity" }));
-      const res = await http("POST", "/v1/batch/follows", { url: system.url, token: server, body: { follows } });
-      expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body.results.every((r: { ok: boolean }) => r.ok)).toBe(true);
+      await follow(Array.from({ length: 100 }, (_, j) => ({ source: `timeline:f${i + j}`, target: "user:celebrity" })));
     }
     const stats = await http("GET", "/v1/feeds/user/celebrity/stats", { url: system.url, token: server });
     expect(stats.body.follower_count).toBe(FOLLOWERS);
@@ -129,9 +139,7 @@ describe("fan-out under faults (split mode: the feed service is its own process)
   it("SIGKILL of the whole system 300 ms into a 2,000-follower fan-out: every follower has it within 10 s of the restart", { timeout: 240_000 }, async () => {
     const followers = 2000;
     for (let i = 0; i < followers; i += 100) {
-      const follows = Array.from({ length: 100 }, (_, j) => ({ source: `timeline:s${i + j}`, target: "user:star" }));
-      const res = await http("POST", "/v1/batch/follows", { url: system.url, token: server, body: { follows } });
-      expect(res.body.results.every((r: { ok: boolean }) => r.ok)).toBe(true);
+      await follow(Array.from({ length: 100 }, (_, j) => ({ source: `timeline:s${i + j}`, target: "user:star" })));
     }
     const posted = await http("POST", "/v1/feeds/user/star/activities", {
       url: system.url,

@@ -7,7 +7,8 @@
 //      queries (bare-feed.mjs). Loaded from load-worker.mjs (its own process), turn-taking rounds.
 //   7  one activity to 10,000 followers: seconds until the last follower feed has it, entries/s,
 //      vs insertMany of as many entry documents (500 a batch, unordered) into a scratch
-//      collection with feed_entries' indexes.
+//      collection with feed_entries' indexes; then the celebrity (celebrity.mjs): 100,000
+//      followers, split system, two fan-out worker processes, with their tasks and peak RSS.
 //   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, then the fan-out
 //      backlog's drain time; context: a bare route doing the two inserts (activity + entry).
 import { randomUUID } from "node:crypto";

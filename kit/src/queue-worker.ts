@@ -20,7 +20,14 @@ export interface QueueWorkerOptions {
   maxDeliver?: number;
   /** Waits before the 2nd, 3rd, ... delivery; the last one repeats. Jitter of ±25% is added. */
   backoffMs?: readonly number[];
+  /** How long JetStream waits for an ack (or a heartbeat) before it redelivers a task elsewhere. */
   ackWaitMs?: number;
+  /**
+   * Heartbeats (`m.working()`) every third of the ack wait while a task runs, so that a short ack
+   * wait finds a dead worker's tasks quickly without redelivering a long task that still runs.
+   * The client then buffers no more than `concurrency` tasks unheard (each until a running one ends).
+   */
+  heartbeat?: boolean;
   /** Tasks handled at once by this process. */
   concurrency?: number;
   /** Beats while the consumer loop runs, so that readiness can name a worker that stopped. */
@@ -44,6 +51,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const maxDeliver = o.maxDeliver ?? 5;
   const backoff = o.backoffMs ?? DEFAULT_BACKOFF_MS;
   const concurrency = o.concurrency ?? 8;
+  const ackWaitMs = o.ackWaitMs ?? 30_000;
   const stream = nats.stream(queue);
   const durable = `${stream}_${o.durable}`;
   let messages: ConsumerMessages | undefined;
@@ -67,6 +75,15 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
 
   async function run(m: JsMsg): Promise<void> {
     if (m.info.redeliveryCount > 1) redeliveries.inc();
+    const working = o.heartbeat
+      ? setInterval(() => {
+          try {
+            m.working();
+          } catch {
+            /* connection gone: the task is redelivered after the ack wait */
+          }
+        }, ackWaitMs / 3)
+      : undefined;
     try {
       await o.handle(m);
       m.ack();
@@ -77,12 +94,16 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       log.warn({ err, queue, deliveries }, "task failed; retrying");
       m.nak(jitter(backoff[Math.min(deliveries - 1, backoff.length - 1)] ?? 1000));
       finished("retried");
+    } finally {
+      clearInterval(working);
     }
   }
 
   async function ensureConsumer() {
+    const ackWait = ackWaitMs * 1_000_000;
+    let info;
     try {
-      await nats.jsm.consumers.info(stream, durable);
+      info = await nats.jsm.consumers.info(stream, durable);
     } catch {
       await nats.jsm.consumers.add(stream, {
         durable_name: durable,
@@ -90,10 +111,13 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         deliver_policy: DeliverPolicy.All,
         max_deliver: maxDeliver,
         ...(o.maxAckPending ? { max_ack_pending: o.maxAckPending } : {}),
-        ack_wait: (o.ackWaitMs ?? 30_000) * 1_000_000,
+        ack_wait: ackWait,
         filter_subject: nats.subject(queue, o.subject),
       });
+      return;
     }
+    // A consumer made by an older release keeps its ack wait unless told otherwise.
+    if (info.config.ack_wait !== ackWait) await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait });
   }
 
   async function loop() {
@@ -101,7 +125,8 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       try {
         await ensureConsumer();
         const consumer = await nats.js.consumers.get(stream, durable);
-        messages = await consumer.consume({ max_messages: Math.max(concurrency * 2, 16) });
+        // With heartbeats, a short buffer: a task waiting there for a free slot sends none.
+        messages = await consumer.consume({ max_messages: o.heartbeat ? concurrency : Math.max(concurrency * 2, 16) });
         const beat = setInterval(() => {
           alive = Date.now();
           o.beats?.beats.beat(o.beats.worker).catch(() => undefined);

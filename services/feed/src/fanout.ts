@@ -20,6 +20,11 @@ const FOLLOWER_STREAM_TIMEOUT_MS = 10 * 60_000;
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
 const IN_FLIGHT = 8;
+/**
+ * A worker that died is found this soon: its tasks go to another worker (or to itself once it is
+ * back). Running tasks send heartbeats meanwhile, so a long one is not redelivered.
+ */
+export const ACK_WAIT_MS = 5000;
 
 interface ActivityTask {
   kind: "activity";
@@ -115,14 +120,21 @@ export function createFanout(deps: FanoutDeps) {
     };
     let held: string[] | undefined;
     let chunks = 0;
+    // The follower pass is the critical path of a large fan-out (its reads are one after another):
+    // the next batch is read while the previous chunk is published. A failed publish fails the
+    // task when awaited; the catch only keeps it from being an unhandled rejection meanwhile.
+    let publishing: Promise<void> = Promise.resolve();
     for await (const { feeds } of followers) {
       if (!feeds.length) continue;
       if (held) {
-        await publishChunk(held);
+        await publishing;
+        publishing = publishChunk(held);
+        publishing.catch(() => undefined);
         chunks++;
       }
       held = feeds;
     }
+    await publishing;
     if (!held) return;
     if (chunks > 0) {
       await publishChunk(held);
@@ -163,7 +175,8 @@ export function createFanout(deps: FanoutDeps) {
   }
 
   async function runSharedChunk(task: ChunkTask): Promise<void> {
-    const doc = await activities.get(task.t, task.a);
+    // The write path's cache spares MongoDB a read per chunk; the check after the write is MongoDB's.
+    const doc = await activityOf(task.t, task.a);
     if (!doc || !(await runChunk(task, doc)) || doc.batch) return;
     await deps.lag?.chunkWritten(task.t, task.a, doc.created_at, digest(task.feeds));
   }
@@ -178,6 +191,8 @@ export function createFanout(deps: FanoutDeps) {
     maxDeliver: MAX_DELIVER,
     backoffMs: BACKOFF_MS,
     concurrency: IN_FLIGHT,
+    ackWaitMs: ACK_WAIT_MS,
+    heartbeat: true,
     ...(deps.beats ? { beats: { worker: "fanout" as const, beats: deps.beats } } : {}),
   });
 

@@ -1,0 +1,83 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats, createLogger, createQueueWorker, ensureQueue, type Nats, type QueueWorker } from "../src/index.js";
+
+// The queue worker against real NATS JetStream, in a namespace of its own: a short ack wait finds
+// a dead worker's task within about that wait, and heartbeats keep a long task that still runs
+// from being delivered twice.
+
+const natsUrl = process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+const log = createLogger({ LOG_LEVEL: "silent" }, "test");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ACK_WAIT_MS = 1000;
+
+describe("queue worker", { timeout: 30_000 }, () => {
+  const ns = `kit_queue_${randomBytes(4).toString("hex")}`;
+  let nats: Nats;
+  const workers: QueueWorker[] = [];
+  /** A worker on its own subject of the fanout queue (work-queue consumers may not overlap). */
+  const worker = (subject: string, handle: Parameters<typeof createQueueWorker>[0]["handle"], o: { nats?: Nats; ackWaitMs?: number } = {}) => {
+    const w = createQueueWorker({ nats: o.nats ?? nats, log, queue: "fanout", durable: subject, subject, handle, heartbeat: true, ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS });
+    workers.push(w);
+    return w;
+  };
+  const publish = (subject: string) => nats.js.publish(nats.subject("fanout", subject), new TextEncoder().encode("{}"));
+
+  beforeAll(async () => {
+    nats = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "test");
+    await ensureQueue(nats, "fanout");
+  });
+  afterAll(async () => {
+    for (const w of workers) await w.stop().catch(() => undefined);
+    for (const s of [nats.stream("fanout"), nats.stream("fanout_dlq")]) await nats.jsm.streams.delete(s).catch(() => undefined);
+    await nats?.close();
+  });
+
+  it("a task running three times the ack wait sends heartbeats and is delivered once", async () => {
+    const deliveries: number[] = [];
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await worker("long", async (m) => {
+      deliveries.push(m.info.redeliveryCount);
+      await sleep(3 * ACK_WAIT_MS);
+      done();
+    }).start();
+    await publish("long");
+    await finished;
+    await sleep(ACK_WAIT_MS);
+    expect(deliveries).toEqual([1]);
+  });
+
+  it("the task of a worker that died mid-task runs elsewhere within about the ack wait", async () => {
+    const dying = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "dying");
+    let began!: () => void;
+    const running = new Promise<void>((r) => (began = r));
+    const a = worker(
+      "crash",
+      () => {
+        began();
+        return new Promise<void>(() => undefined); // never ends: its process dies
+      },
+      { nats: dying },
+    );
+    await a.start();
+    await publish("crash");
+    await running;
+    await a.stop();
+    await dying.nc.close();
+    const diedAt = Date.now();
+    let took!: (ms: number) => void;
+    const redelivered = new Promise<number>((r) => (took = r));
+    await worker("crash", async () => took(Date.now() - diedAt)).start();
+    expect(await redelivered).toBeLessThan(ACK_WAIT_MS + 1500);
+  });
+
+  it("a consumer made with another ack wait takes the configured one", async () => {
+    const old = worker("upgrade", async () => undefined, { ackWaitMs: 30_000 });
+    await old.start();
+    await old.stop();
+    await worker("upgrade", async () => undefined).start();
+    const info = await nats.jsm.consumers.info(nats.stream("fanout"), `${nats.stream("fanout")}_upgrade`);
+    expect(info.config.ack_wait).toBe(ACK_WAIT_MS * 1_000_000);
+  });
+});

@@ -8,13 +8,15 @@
 //   7  one activity to 10,000 followers: seconds until the last follower feed has it, entries/s,
 //      vs insertMany of as many entry documents (500 a batch, unordered) into a scratch
 //      collection with feed_entries' indexes.
-//   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, then the fan-out
-//      backlog's drain time; context: a bare route doing the two inserts (activity + entry).
+//   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, MongoDB commands
+//      per add (the driver's command monitoring, by route), then the fan-out backlog's drain time;
+//      floor: a bare route doing one insertOne (the activity); context: one doing the two inserts
+//      (activity + entry).
 import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { api, benchDir, cpuMeter, sleep, startNode } from "./lib.mjs";
+import { api, benchDir, commandsSince, cpuMeter, mongoCommands, sleep, startNode } from "./lib.mjs";
 import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, metricsExcerpt, pool, range, until, userToken, withSystem } from "./system.mjs";
 
 // Deletes a feed head (sorted set and its partial/complete flags), the cached activities of its
@@ -326,6 +328,8 @@ export async function runFanout({ infra, log, followers = 10_000 }) {
   });
 }
 
+const ROUTE = "POST /v1/feeds/:group/:id/activities";
+
 /** Bench 8: add-activity throughput with fan-out to 100 followers per author, then the drain. */
 export async function runWrites({ infra, log, authors = 10, followersEach = 100, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 8", async (c) => {
@@ -341,9 +345,17 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
 
     await copyIndexes(c.db, "activities", "bench_activities");
     await copyIndexes(c.db, "feed_entries", "bench_entries");
+    await copyIndexes(c.db, "activities", "bench_activities_one");
     const bare = c.helper(
       startNode(join(benchDir, "bare-feed.mjs"), {
-        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_ACTIVITIES: "bench_activities", BENCH_ENTRIES: "bench_entries" },
+        env: {
+          MONGO_URL: infra.mongoUrl,
+          FEEDS_NAMESPACE: c.namespace,
+          BENCH_TENANT: c.tenant.id,
+          BENCH_ACTIVITIES: "bench_activities",
+          BENCH_ENTRIES: "bench_entries",
+          BENCH_ACTIVITIES_ONE: "bench_activities_one",
+        },
         name: "bare-feed",
       }),
     );
@@ -351,12 +363,13 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     const body = (k) => JSON.stringify({ actor: `user:a${k}`, verb: "post", object: `note:${k}`, custom: { text: "load" } });
     const json = { "content-type": "application/json" };
     const auth = { authorization: `Bearer ${token}` };
-    const requests = (h) => range(authors).map((k) => ({ method: "POST", path: `/v1/feeds/user/a${k}/activities`, headers: h, body: body(k) }));
+    const requests = (h, prefix = "") => range(authors).map((k) => ({ method: "POST", path: `${prefix}/v1/feeds/user/a${k}/activities`, headers: h, body: body(k) }));
     const targets = [
+      { name: "one", url: bareUrl, method: "POST", headers: json, requests: requests(json, "/one"), roundS: bareSeconds, pid: bare.child.pid },
       { name: "bare", url: bareUrl, method: "POST", headers: json, requests: requests(json), roundS: bareSeconds, pid: bare.child.pid },
       { name: "full", url: c.url, method: "POST", headers: { ...json, ...auth }, requests: requests({ ...json, ...auth }), roundS: seconds, pid: c.gatewayPid },
     ];
-    log(`  load: bare ${bareSeconds} s, then full ${seconds} s (${connections} connections, ${warmupS} s warm-up each, authors rotated per request)`);
+    log(`  load: one insertOne ${bareSeconds} s, bare two inserts ${bareSeconds} s, then full ${seconds} s (${connections} connections, ${warmupS} s warm-up each, authors rotated per request)`);
 
     const activities = c.db.collection("activities");
     const entries = c.db.collection("feed_entries");
@@ -370,6 +383,16 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     let stop = null;
     let drained = null;
     let polls = 0;
+    // Commands per add: those the driver started for the route (warm-up and round) over the
+    // activities stored meanwhile; background work (fan-out worker, relays) over the same span
+    // up to the drain, as context.
+    const metricsUrl = c.system.metrics.gateway;
+    const [routeBefore, backgroundBefore, activitiesBefore] = await Promise.all([
+      mongoCommands(metricsUrl, ROUTE),
+      mongoCommands(metricsUrl, "background"),
+      activities.countDocuments({ tenant_id: c.tenant.id }),
+    ]);
+    let routeCommands = null;
     const r = await load(targets, { connections, warmupS, roundS: seconds, rounds: 1, sequential: true, pauseMs: 0 }, {
       onRound: async (m) => {
         if (m.target !== "full") return;
@@ -385,7 +408,12 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
         // Queue depth and activities only: counting the entries (tens of thousands) would cost
         // FerretDB seconds of CPU in the middle of the drain being measured.
         const at = performance.now();
-        const [messages, acts] = await Promise.all([backlog(), activities.countDocuments({ tenant_id: c.tenant.id })]);
+        const [messages, acts, routeAfter] = await Promise.all([
+          backlog(),
+          activities.countDocuments({ tenant_id: c.tenant.id }),
+          mongoCommands(metricsUrl, ROUTE),
+        ]);
+        routeCommands = commandsSince(routeBefore, routeAfter);
         stop = { at, messages, activities: acts };
         // Drained: the fan-out work queue is empty (polled every 100 ms), confirmed by the counts.
         drained = await until(
@@ -408,8 +436,16 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     const drainS = (drained.at - stop.at) / 1000;
     const followerEntries = drained.activities * followersEach;
     const totalS = (drained.at - warmStart) / 1000;
+    const background = commandsSince(backgroundBefore, await mongoCommands(metricsUrl, "background"));
+    const adds = stop.activities - activitiesBefore;
+    const perAdd = (x) => Object.fromEntries(Object.entries(x.byName).map(([k, n]) => [k, Number((n / adds).toFixed(2))]));
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
+    log(
+      `  MongoDB commands for ${ROUTE}: ${routeCommands.total} for ${adds} adds = ${(routeCommands.total / adds).toFixed(2)} per add ${JSON.stringify(perAdd(routeCommands))}; ` +
+        `the floor: 1 (insert); background (fan-out worker, relays) until the drain: ${(background.total / adds).toFixed(2)} per add ${JSON.stringify(perAdd(background))}`,
+    );
+    log(`  ratio full / one insertOne: ${(r.targets.full.rps / r.targets.one.rps).toFixed(3)} (target ≥ 0.50); full / two inserts: ${(r.targets.full.rps / r.targets.bare.rps).toFixed(3)}`);
     log(
       `  at the end of the load: ${stop.activities} activities, ${stop.messages} fan-out tasks queued; drained ${drainS.toFixed(2)} s later ` +
         `(${drained.activities} activities, ${drained.entries} entries = ${followersEach + 1} each); ` +
@@ -422,15 +458,22 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       authors,
       followersEach,
       machine: r.machine,
+      one: r.targets.one,
       bare: r.targets.bare,
       full: r.targets.full,
+      adds,
+      commandsPerAdd: routeCommands.total / adds,
+      commandsByName: routeCommands.byName,
+      backgroundCommandsPerAdd: background.total / adds,
+      backgroundCommandsByName: background.byName,
       atStop: stop,
       drained,
       drainS,
       followerEntries,
       fanoutEntriesPerS: followerEntries / totalS,
       polls,
-      ratio: r.targets.full.rps / r.targets.bare.rps,
+      ratio: r.targets.full.rps / r.targets.one.rps,
+      ratioTwoInserts: r.targets.full.rps / r.targets.bare.rps,
     };
   }, { cpuProfDir });
 }

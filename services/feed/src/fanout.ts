@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsMsg } from "nats";
-import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, publishEvents, scope, uuidFrom, workScope, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
@@ -20,6 +20,9 @@ const FOLLOWER_STREAM_TIMEOUT_MS = 10 * 60_000;
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
 const IN_FLIGHT = 8;
+/** Outbox marks are cleared in batches of up to this many, at most this long after their publish. */
+const CLEAR_BATCH = 200;
+const CLEAR_AFTER_MS = 100;
 
 interface ActivityTask {
   kind: "activity";
@@ -63,14 +66,42 @@ export function createFanout(deps: FanoutDeps) {
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  // Group commit of the outbox marks: a published activity's mark is cleared by one update for
+  // many activities, after the write has answered. A mark left set (the process died, the update
+  // failed) only makes the relay publish the task again 2 s on, which JetStream drops by its
+  // message id within the stream's duplicate window: the same as a process that died between a
+  // publish and its own clear.
+  let toClear: string[] = [];
+  let clearTimer: NodeJS.Timeout | undefined;
+  const clearing = new Set<Promise<void>>();
+
+  function clearMarks(): void {
+    clearTimeout(clearTimer);
+    clearTimer = undefined;
+    const ids = toClear;
+    toClear = [];
+    if (!ids.length) return;
+    // Background work: not counted against the request that happened to fill the batch.
+    const p = workScope.exit(() =>
+      activities.markPublished(ids).then(
+        () => undefined,
+        (err: unknown) => log.debug({ err: String(err), n: ids.length }, "outbox marks left for the relay"),
+      ),
+    );
+    clearing.add(p);
+    void p.finally(() => clearing.delete(p));
+  }
+
   /**
-   * Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark.
-   * `originWritten`: the caller stored the origin entry already.
+   * Publishes the activity's fan-out (deduplicated by id); its outbox mark is cleared soon after,
+   * in a batch. `originWritten`: the caller stored the origin entry already.
    */
   async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten = false): Promise<void> {
     const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
     await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
-    await activities.markPublished(doc._id);
+    toClear.push(doc._id);
+    if (toClear.length >= CLEAR_BATCH) clearMarks();
+    else clearTimer ??= workScope.exit(() => setTimeout(clearMarks, CLEAR_AFTER_MS));
   }
 
   /** The activity, from the cache the write path filled, else from MongoDB. */
@@ -203,6 +234,8 @@ export function createFanout(deps: FanoutDeps) {
     async stop() {
       stopped = true;
       clearTimeout(relayTimer);
+      clearMarks();
+      await Promise.all(clearing);
       await worker.stop();
     },
   };

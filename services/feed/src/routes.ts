@@ -203,23 +203,28 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       if (!existing.fanout_pending) return { doc: existing, created: false };
       stored = existing;
     }
-    // Read your own writes: the origin feed and its signal show it before we answer.
-    await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
-    if (!stored.batch) {
-      await heads.add(tenantId, [origin], { id: activityId, timeMs: time.getTime() });
-      await signals.bump(tenantId, [origin]);
-    }
-    await cache.putMany([stored]);
+    // Read your own writes: the origin feed and its signal show it before we answer. The console's
+    // count moves beside the entry write (every pass: a retry finishing a died write moves it too).
+    await Promise.all([
+      entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]),
+      deps.consoleSignal.bump(tenantId, stored === doc ? 1 : 0),
+    ]);
     // Only the write that stored it publishes: a duplicate starts no second fan-out, and one that
-    // died before publishing left its outbox mark for the relay.
-    if (stored !== doc) return { doc: stored, created: false };
-    try {
-      await fanout.publish(doc, true);
-    } catch (err) {
-      // Stored with its outbox mark: the relay publishes it once NATS answers again.
-      log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
-    }
-    return { doc, created: true };
+    // died before publishing left its outbox mark for the relay. The publish needs the origin
+    // entry only, so it runs beside the Redis writes.
+    const published =
+      stored === doc
+        ? fanout.publish(doc, true).catch((err: unknown) => {
+            // Stored with its outbox mark: the relay publishes it once NATS answers again.
+            log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
+          })
+        : undefined;
+    await Promise.all([
+      stored.batch ? undefined : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }),
+      cache.putMany([stored]),
+      published,
+    ]);
+    return stored === doc ? { doc, created: true } : { doc: stored, created: false };
   }
 
   return {

@@ -1,5 +1,6 @@
 import { processMetrics, type RedisConn } from "@feeds/kit";
 import { BUMP_ONE, signalKey } from "./signals.js";
+import { PUT_ONE, type CacheEntry } from "./activity-cache.js";
 
 // Each live feed's head in Redis: a sorted set of its newest entries (member = activity id,
 // score = time in ms; equal scores order by id, as the feed does), bounded to CAP. It is a cache
@@ -32,8 +33,8 @@ return 1
 
 // The write path's origin feed: ADD for one feed (KEYS 1-3), then its change signal (KEYS[4])
 // moved forward, in one round trip and in that order (a reader woken by the signal finds the head
-// holding the entry).
-const ADD_AND_BUMP = `${BUMP_ONE}
+// holding the entry), and the activity stored in the activity cache (KEYS[5], activity-cache.ts).
+const ADD_AND_BUMP = `${BUMP_ONE}${PUT_ONE}
 local head, partial, complete = KEYS[1], KEYS[2], KEYS[3]
 local cap = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
@@ -47,6 +48,7 @@ if redis.call('ZCARD', head) > cap then
 end
 redis.call('EXPIRE', head, ttl)
 bump(KEYS[4], tonumber(ARGV[5]))
+put(KEYS[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
 `;
 
@@ -96,10 +98,10 @@ export function createHeads(conn: RedisConn) {
         await add(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
       }
     },
-    /** `add` of one feed and its signal's bump (signals.ts), in one call. */
-    async addAndBump(tenantId: string, feed: string, entry: HeadEntry): Promise<void> {
-      const ks = [...keys(tenantId, feed), signalKey(conn, tenantId, feed)];
-      await addBump(4, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id, String(Date.now()));
+    /** `add` of one feed, its signal's bump (signals.ts) and the activity's cache entry, in one call. */
+    async addAndBump(tenantId: string, feed: string, entry: HeadEntry, cached: CacheEntry): Promise<void> {
+      const ks = [...keys(tenantId, feed), signalKey(conn, tenantId, feed), cached.key];
+      await addBump(5, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id, String(Date.now()), cached.version, cached.value, cached.ttl);
     },
     async remove(tenantId: string, feeds: string[], id: string): Promise<void> {
       const p = redis.pipeline();

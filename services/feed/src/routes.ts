@@ -25,6 +25,7 @@ import {
   type Logger,
 } from "@feeds/kit";
 import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
+import type { User } from "@feeds/proto/feeds/identity/v1/identity";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Fanout } from "./fanout.js";
@@ -129,11 +130,12 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     return doc;
   }
 
-  /** `actor_user_unresolved` when the actor names a user with no record. */
-  async function warningsFor(tenantId: string, actor: string): Promise<string[]> {
-    if (!actor.startsWith("user:")) return [];
+  /** The actor's user record, and `actor_user_unresolved` when the actor names a user with none. */
+  async function actorOf(tenantId: string, actor: string): Promise<{ user?: User; warnings: string[] }> {
+    if (!actor.startsWith("user:")) return { warnings: [] };
     const res = await deps.peers().users.getUsers({ ids: [actor.slice(5)] }, scope({ tenantId, caller: { kind: "system" } }));
-    return res.users.length ? [] : ["actor_user_unresolved"];
+    const user = res.users[0];
+    return user ? { user, warnings: [] } : { warnings: ["actor_user_unresolved"] };
   }
 
   /**
@@ -220,8 +222,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
           })
         : undefined;
     await Promise.all([
-      stored.batch ? undefined : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }),
-      cache.putMany([stored]),
+      stored.batch ? cache.putMany([stored]) : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored)),
       published,
     ]);
     return stored === doc ? { doc, created: true } : { doc: stored, created: false };
@@ -242,8 +243,8 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const now = Date.now();
       let time = fromTimestamp(a.time) ?? new Date(now);
       if (caller.kind === "user") time = new Date(Math.min(now, Math.max(now - CLAMP_MS, time.getTime())));
-      const [stored, warnings] = await Promise.all([store(tenantId, origin, a, time, false), warningsFor(tenantId, a.actor)]);
-      return { activity: activityToProto(stored.doc), created: stored.created, warnings };
+      const [stored, { user, warnings }] = await Promise.all([store(tenantId, origin, a, time, false), actorOf(tenantId, a.actor)]);
+      return { activity: activityToProto(stored.doc), created: stored.created, warnings, ...(user ? { actorUser: user } : {}) };
     },
 
     async getActivity(req, ctx) {

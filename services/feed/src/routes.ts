@@ -211,9 +211,13 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]),
       deps.consoleSignal.bump(tenantId, stored === doc ? 1 : 0),
     ]);
+    // The head, signal and cache first, then (in the same tick, so usually behind them) the
+    // publish: it needs the origin entry only, and the worker reads the activity from the cache.
     // Only the write that stored it publishes: a duplicate starts no second fan-out, and one that
-    // died before publishing left its outbox mark for the relay. The publish needs the origin
-    // entry only, so it runs beside the Redis writes.
+    // died before publishing left its outbox mark for the relay.
+    const cached = stored.batch
+      ? cache.putMany([stored])
+      : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
     const published =
       stored === doc
         ? fanout.publish(doc, true).catch((err: unknown) => {
@@ -221,10 +225,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
             log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
           })
         : undefined;
-    await Promise.all([
-      stored.batch ? cache.putMany([stored]) : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored)),
-      published,
-    ]);
+    await Promise.all([cached, published]);
     return stored === doc ? { doc, created: true } : { doc: stored, created: false };
   }
 

@@ -73,8 +73,18 @@ export function createActivityRepository(db: Db) {
         { returnDocument: "after" },
       );
     },
-    /** Clears the outbox marks of activities whose fan-out task is published (one update for all). */
-    markPublished: (ids: string[]) => activities.updateMany({ _id: { $in: ids } }, { $unset: { fanout_pending: "" } }),
+    /**
+     * Clears the outbox marks of activities whose fan-out task is published: one update command
+     * for all, a statement per id (FerretDB v1 looks each `_id` up by its key, where an `$in`
+     * filter scans the collection).
+     */
+    async markPublished(ids: string[]): Promise<void> {
+      if (!ids.length) return;
+      await activities.bulkWrite(
+        ids.map((id) => ({ updateOne: { filter: { _id: id }, update: { $unset: { fanout_pending: "" } } } })),
+        { ordered: false },
+      );
+    },
     /** Outbox relay: activities whose fan-out task was never published. */
     unpublished: (olderThan: Date, limit: number) =>
       activities.find({ fanout_pending: true, created_at: { $lt: olderThan } }).limit(limit).toArray(),

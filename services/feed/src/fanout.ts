@@ -67,29 +67,33 @@ export function createFanout(deps: FanoutDeps) {
   let stopped = false;
 
   // Group commit of the outbox marks: a published activity's mark is cleared by one update for
-  // many activities, after the write has answered. A mark left set (the process died, the update
-  // failed) only makes the relay publish the task again 2 s on, which JetStream drops by its
-  // message id within the stream's duplicate window: the same as a process that died between a
-  // publish and its own clear.
+  // many activities, after the write has answered; one update at a time, the marks published
+  // meanwhile go in the next. A mark left set (the process died, the update failed) only makes
+  // the relay publish the task again 2 s on, which JetStream drops by its message id within the
+  // stream's duplicate window: the same as a process that died between a publish and its clear.
   let toClear: string[] = [];
+  /** Published here, mark not cleared yet (queued or in flight): the relay leaves them alone. */
+  const uncleared = new Set<string>();
   let clearTimer: NodeJS.Timeout | undefined;
-  const clearing = new Set<Promise<void>>();
+  let clearing: Promise<void> | undefined;
 
   function clearMarks(): void {
     clearTimeout(clearTimer);
     clearTimer = undefined;
+    if (clearing || !toClear.length) return;
     const ids = toClear;
     toClear = [];
-    if (!ids.length) return;
     // Background work: not counted against the request that happened to fill the batch.
-    const p = workScope.exit(() =>
-      activities.markPublished(ids).then(
-        () => undefined,
-        (err: unknown) => log.debug({ err: String(err), n: ids.length }, "outbox marks left for the relay"),
-      ),
+    clearing = workScope.exit(() =>
+      activities
+        .markPublished(ids)
+        .catch((err: unknown) => log.debug({ err: String(err), n: ids.length }, "outbox marks left for the relay"))
+        .finally(() => {
+          for (const id of ids) uncleared.delete(id);
+          clearing = undefined;
+          if (toClear.length) clearMarks();
+        }),
     );
-    clearing.add(p);
-    void p.finally(() => clearing.delete(p));
   }
 
   /**
@@ -99,6 +103,7 @@ export function createFanout(deps: FanoutDeps) {
   async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten = false): Promise<void> {
     const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
     await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
+    uncleared.add(doc._id);
     toClear.push(doc._id);
     if (toClear.length >= CLEAR_BATCH) clearMarks();
     else clearTimer ??= workScope.exit(() => setTimeout(clearMarks, CLEAR_AFTER_MS));
@@ -218,7 +223,9 @@ export function createFanout(deps: FanoutDeps) {
       try {
         const stale = await activities.unpublished(new Date(Date.now() - 2000), 100);
         // Whether the origin entry was written is unknown here: the worker writes it if missing.
-        for (const doc of stale) await publish(doc);
+        // Marks this process is clearing already are left alone: under a slow database their
+        // clear may take longer than the relay's 2 s.
+        for (const doc of stale) if (!uncleared.has(doc._id)) await publish(doc);
       } catch (err) {
         log.debug({ err: String(err) }, "outbox relay pass failed");
       }
@@ -235,7 +242,7 @@ export function createFanout(deps: FanoutDeps) {
       stopped = true;
       clearTimeout(relayTimer);
       clearMarks();
-      await Promise.all(clearing);
+      while (clearing) await clearing;
       await worker.stop();
     },
   };

@@ -20,7 +20,7 @@ const FOLLOWER_STREAM_TIMEOUT_MS = 10 * 60_000;
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
 const IN_FLIGHT = 8;
-/** Outbox marks are cleared in batches of up to this many, at most this long after their publish. */
+/** Outbox marks are cleared in passes: one starts at this many waiting, or this long after a publish. */
 const CLEAR_BATCH = 200;
 const CLEAR_AFTER_MS = 100;
 
@@ -66,9 +66,8 @@ export function createFanout(deps: FanoutDeps) {
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  // Group commit of the outbox marks: a published activity's mark is cleared by one update for
-  // many activities, after the write has answered; one update at a time, the marks published
-  // meanwhile go in the next. A mark left set (the process died, the update failed) only makes
+  // The outbox marks are cleared in the background, after the write has answered, one clear
+  // pass at a time (the marks published meanwhile go in the next). A mark left set (the process died, the update failed) only makes
   // the relay publish the task again 2 s on, which JetStream drops by its message id within the
   // stream's duplicate window: the same as a process that died between a publish and its clear.
   let toClear: string[] = [];

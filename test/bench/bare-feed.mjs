@@ -9,8 +9,10 @@
 //        one after the other; answers {results (with actor_user), next, objects} as JSON.
 //   POST /v1/feeds/:group/:id/activities        one activity document and one origin entry, two
 //        inserts (into $BENCH_ACTIVITIES / $BENCH_ENTRIES, scratch collections); answers 201.
+//   POST /one/v1/feeds/:group/:id/activities    the same activity document, one insertOne (into
+//        $BENCH_ACTIVITIES_ONE): bench 8's floor, the database's price of one write.
 //
-// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_ACTIVITIES, BENCH_ENTRIES.
+// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_ACTIVITIES, BENCH_ENTRIES, BENCH_ACTIVITIES_ONE.
 // Prints {"ready":true,"url":...}.
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
@@ -25,6 +27,7 @@ const users = db.collection("users");
 const objects = db.collection("objects");
 const scratchActivities = db.collection(process.env.BENCH_ACTIVITIES ?? "bench_activities");
 const scratchEntries = db.collection(process.env.BENCH_ENTRIES ?? "bench_entries");
+const scratchOne = db.collection(process.env.BENCH_ACTIVITIES_ONE ?? "bench_activities_one");
 
 const encodeCursor = (v) => Buffer.from(JSON.stringify(v)).toString("base64url");
 const decodeCursor = (s) => JSON.parse(Buffer.from(s, "base64url").toString("utf8"));
@@ -90,11 +93,11 @@ app.get("/v1/feeds/:group/:id", async (req) => {
   };
 });
 
-app.post("/v1/feeds/:group/:id/activities", async (req, reply) => {
+const activityDoc = (req) => {
   const origin = `${req.params.group}:${req.params.id}`;
   const b = req.body ?? {};
   const now = new Date();
-  const doc = {
+  return {
     _id: randomUUID(),
     tenant_id: tenant,
     actor: b.actor,
@@ -113,6 +116,18 @@ app.post("/v1/feeds/:group/:id/activities", async (req, reply) => {
     created_at: now,
     batch: false,
   };
+};
+
+app.post("/one/v1/feeds/:group/:id/activities", async (req, reply) => {
+  const doc = activityDoc(req);
+  await scratchOne.insertOne(doc);
+  reply.code(201);
+  return { ...doc, time: iso(doc.time), created_at: iso(doc.created_at) };
+});
+
+app.post("/v1/feeds/:group/:id/activities", async (req, reply) => {
+  const doc = activityDoc(req);
+  const { origin_feed: origin, time: now } = doc;
   await scratchActivities.insertOne(doc);
   await scratchEntries.insertOne({ _id: `${tenant}/${origin}/${doc._id}`, tenant_id: tenant, feed: origin, activity_id: doc._id, time: now, origin });
   reply.code(201);

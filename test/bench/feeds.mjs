@@ -9,13 +9,16 @@
 //      vs insertMany of as many entry documents (500 a batch, unordered) into a scratch
 //      collection with feed_entries' indexes; then the celebrity (celebrity.mjs): 100,000
 //      followers, split system, two fan-out worker processes, with their tasks and peak RSS.
-//   8  POST activities (10 authors × 100 followers) for ~10 s: req/s, p50, p99, then the fan-out
-//      backlog's drain time; context: a bare route doing the two inserts (activity + entry).
+//   8  POST activities for ~10 s each: 10 authors × 10 followers (the issue's figure: its ratio to
+//      the floor is the target), then 10 other authors × 100 followers; req/s, p50, p99, MongoDB
+//      commands per add (the driver's command monitoring, by route), then the fan-out backlog's
+//      drain time; floor: a bare route doing one insertOne (the activity); context: one doing
+//      the two inserts (activity + entry).
 import { randomUUID } from "node:crypto";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { api, benchDir, cpuMeter, sleep, startNode } from "./lib.mjs";
+import { api, benchDir, commandsSince, cpuMeter, mongoCommands, sleep, startNode } from "./lib.mjs";
 import { seedFollowers } from "./celebrity.mjs";
 import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, metricsExcerpt, pool, range, until, userToken, withSystem } from "./system.mjs";
 
@@ -325,50 +328,87 @@ export async function runFanout({ infra, log, followers = 10_000 }) {
   });
 }
 
+const ROUTE = "POST /v1/feeds/:group/:id/activities";
+
 /** Bench 8: add-activity throughput with fan-out to 100 followers per author, then the drain. */
-export async function runWrites({ infra, log, authors = 10, followersEach = 100, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10, cpuProfDir }) {
+export async function runWrites({ infra, log, authors = 10, followersEach = 100, fewFollowers = 10, seconds = 10, bareSeconds = 5, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 8", async (c) => {
     const { token } = c.tenant;
     const t0 = Date.now();
-    await Promise.all(range(authors).map((k) => api(c.url, "PUT", `/v1/users/a${k}`, { token, body: { custom: { name: `Author ${k}` } } })));
-    for (let k = 0; k < authors; k++) {
-      for (let i = 0; i < followersEach; i += 100) {
-        await batch(c, "/v1/batch/follows", "follows", range(i, Math.min(followersEach, i + 100)).map((j) => ({ source: `timeline:w${k}_${j}`, target: `user:a${k}` })));
+    // Authors a* have followersEach followers each, authors b* fewFollowers.
+    const groups = [
+      { prefix: "a", followers: followersEach },
+      { prefix: "b", followers: fewFollowers },
+    ];
+    for (const { prefix, followers } of groups) {
+      await Promise.all(range(authors).map((k) => api(c.url, "PUT", `/v1/users/${prefix}${k}`, { token, body: { custom: { name: `Author ${prefix}${k}` } } })));
+      for (let k = 0; k < authors; k++) {
+        for (let i = 0; i < followers; i += 100) {
+          await batch(c, "/v1/batch/follows", "follows", range(i, Math.min(followers, i + 100)).map((j) => ({ source: `timeline:w${prefix}${k}_${j}`, target: `user:${prefix}${k}` })));
+        }
       }
     }
-    log(`  set-up: ${authors} authors × ${followersEach} followers (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+    log(`  set-up: ${authors} authors × ${fewFollowers} followers, ${authors} authors × ${followersEach} followers (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
 
     await copyIndexes(c.db, "activities", "bench_activities");
     await copyIndexes(c.db, "feed_entries", "bench_entries");
+    await copyIndexes(c.db, "activities", "bench_activities_one");
     const bare = c.helper(
       startNode(join(benchDir, "bare-feed.mjs"), {
-        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_ACTIVITIES: "bench_activities", BENCH_ENTRIES: "bench_entries" },
+        env: {
+          MONGO_URL: infra.mongoUrl,
+          FEEDS_NAMESPACE: c.namespace,
+          BENCH_TENANT: c.tenant.id,
+          BENCH_ACTIVITIES: "bench_activities",
+          BENCH_ENTRIES: "bench_entries",
+          BENCH_ACTIVITIES_ONE: "bench_activities_one",
+        },
         name: "bare-feed",
       }),
     );
     const { url: bareUrl } = await bare.ready;
-    const body = (k) => JSON.stringify({ actor: `user:a${k}`, verb: "post", object: `note:${k}`, custom: { text: "load" } });
+    const body = (a) => JSON.stringify({ actor: `user:${a}`, verb: "post", object: `note:${a}`, custom: { text: "load" } });
     const json = { "content-type": "application/json" };
     const auth = { authorization: `Bearer ${token}` };
-    const requests = (h) => range(authors).map((k) => ({ method: "POST", path: `/v1/feeds/user/a${k}/activities`, headers: h, body: body(k) }));
+    const requests = (h, prefix = "", author = "a") =>
+      range(authors).map((k) => ({ method: "POST", path: `${prefix}/v1/feeds/user/${author}${k}/activities`, headers: h, body: body(`${author}${k}`) }));
+    const full = { ...json, ...auth };
+    // The floor right before the target it is the floor of (the machine's load drifts).
     const targets = [
+      { name: "one", url: bareUrl, method: "POST", headers: json, requests: requests(json, "/one"), roundS: bareSeconds, pid: bare.child.pid },
+      { name: "few", url: c.url, method: "POST", headers: full, requests: requests(full, "", "b"), roundS: seconds, pid: c.gatewayPid },
       { name: "bare", url: bareUrl, method: "POST", headers: json, requests: requests(json), roundS: bareSeconds, pid: bare.child.pid },
-      { name: "full", url: c.url, method: "POST", headers: { ...json, ...auth }, requests: requests({ ...json, ...auth }), roundS: seconds, pid: c.gatewayPid },
+      { name: "full", url: c.url, method: "POST", headers: full, requests: requests(full), roundS: seconds, pid: c.gatewayPid },
     ];
-    log(`  load: bare ${bareSeconds} s, then full ${seconds} s (${connections} connections, ${warmupS} s warm-up each, authors rotated per request)`);
+    const fewFeeds = range(authors).map((k) => `user:b${k}`);
+    log(`  load: one insertOne ${bareSeconds} s, few (${fewFollowers} followers) ${seconds} s, bare two inserts ${bareSeconds} s, then full (${followersEach} followers) ${seconds} s (${connections} connections, ${warmupS} s warm-up each, authors rotated per request)`);
 
     const activities = c.db.collection("activities");
     const entries = c.db.collection("feed_entries");
     const stream = `${c.namespace}_fanout`;
     const backlog = async () => (await c.jsm.streams.info(stream)).state.messages;
     const counts = async () => {
-      const [a, e] = await Promise.all([activities.countDocuments({ tenant_id: c.tenant.id }), entries.countDocuments({ tenant_id: c.tenant.id })]);
-      return { activities: a, entries: e, want: a * (followersEach + 1) };
+      const [a, few, e] = await Promise.all([
+        activities.countDocuments({ tenant_id: c.tenant.id }),
+        activities.countDocuments({ tenant_id: c.tenant.id, origin_feed: { $in: fewFeeds } }),
+        entries.countDocuments({ tenant_id: c.tenant.id }),
+      ]);
+      return { activities: a, few, entries: e, want: (a - few) * (followersEach + 1) + few * (fewFollowers + 1) };
     };
     let fullStart = null;
     let stop = null;
     let drained = null;
     let polls = 0;
+    // Commands per add: those the driver started for the route (warm-up and round) over the
+    // activities stored meanwhile; background work (fan-out worker, relays) over the same span
+    // up to the drain, as context.
+    const metricsUrl = c.system.metrics.gateway;
+    const [routeBefore, backgroundBefore, activitiesBefore] = await Promise.all([
+      mongoCommands(metricsUrl, ROUTE),
+      mongoCommands(metricsUrl, "background"),
+      activities.countDocuments({ tenant_id: c.tenant.id }),
+    ]);
+    let routeCommands = null;
     const r = await load(targets, { connections, warmupS, roundS: seconds, rounds: 1, sequential: true, pauseMs: 0 }, {
       onRound: async (m) => {
         if (m.target !== "full") return;
@@ -384,7 +424,12 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
         // Queue depth and activities only: counting the entries (tens of thousands) would cost
         // FerretDB seconds of CPU in the middle of the drain being measured.
         const at = performance.now();
-        const [messages, acts] = await Promise.all([backlog(), activities.countDocuments({ tenant_id: c.tenant.id })]);
+        const [messages, acts, routeAfter] = await Promise.all([
+          backlog(),
+          activities.countDocuments({ tenant_id: c.tenant.id }),
+          mongoCommands(metricsUrl, ROUTE),
+        ]);
+        routeCommands = commandsSince(routeBefore, routeAfter);
         stop = { at, messages, activities: acts };
         // Drained: the fan-out work queue is empty (polled every 100 ms), confirmed by the counts.
         drained = await until(
@@ -405,13 +450,24 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     // The warm-up of the full path (1 s before its round) also posted: count from its start.
     const warmStart = fullStart - warmupS * 1000;
     const drainS = (drained.at - stop.at) / 1000;
-    const followerEntries = drained.activities * followersEach;
+    const followerEntries = (drained.activities - drained.few) * followersEach;
     const totalS = (drained.at - warmStart) / 1000;
+    const background = commandsSince(backgroundBefore, await mongoCommands(metricsUrl, "background"));
+    const adds = stop.activities - activitiesBefore;
+    const perAdd = (x) => Object.fromEntries(Object.entries(x.byName).map(([k, n]) => [k, Number((n / adds).toFixed(2))]));
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
     log(
+      `  MongoDB commands for ${ROUTE}: ${routeCommands.total} for ${adds} adds = ${(routeCommands.total / adds).toFixed(2)} per add ${JSON.stringify(perAdd(routeCommands))}; ` +
+        `the floor: 1 (insert); background (fan-out worker, relays) until the drain: ${(background.total / adds).toFixed(2)} per add ${JSON.stringify(perAdd(background))}`,
+    );
+    log(
+      `  ratio few (${fewFollowers} followers) / one insertOne: ${(r.targets.few.rps / r.targets.one.rps).toFixed(3)} (target ≥ 0.50); ` +
+        `full (${followersEach} followers) / one insertOne: ${(r.targets.full.rps / r.targets.one.rps).toFixed(3)}; full / two inserts: ${(r.targets.full.rps / r.targets.bare.rps).toFixed(3)}`,
+    );
+    log(
       `  at the end of the load: ${stop.activities} activities, ${stop.messages} fan-out tasks queued; drained ${drainS.toFixed(2)} s later ` +
-        `(${drained.activities} activities, ${drained.entries} entries = ${followersEach + 1} each); ` +
+        `(${drained.activities} activities, ${drained.entries} entries = ${followersEach + 1} each, ${fewFollowers + 1} for the ${drained.few} of the few round); ` +
         `fan-out ${(followerEntries / totalS).toFixed(0)} follower entries/s from the first post to the last entry`,
     );
     return {
@@ -420,16 +476,26 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       loadAverage: c.loadAverage,
       authors,
       followersEach,
+      fewFollowers,
       machine: r.machine,
+      one: r.targets.one,
+      few: r.targets.few,
       bare: r.targets.bare,
       full: r.targets.full,
+      adds,
+      commandsPerAdd: routeCommands.total / adds,
+      commandsByName: routeCommands.byName,
+      backgroundCommandsPerAdd: background.total / adds,
+      backgroundCommandsByName: background.byName,
       atStop: stop,
       drained,
       drainS,
       followerEntries,
       fanoutEntriesPerS: followerEntries / totalS,
       polls,
-      ratio: r.targets.full.rps / r.targets.bare.rps,
+      ratio: r.targets.few.rps / r.targets.one.rps,
+      ratioFull: r.targets.full.rps / r.targets.one.rps,
+      ratioTwoInserts: r.targets.full.rps / r.targets.bare.rps,
     };
   }, { cpuProfDir });
 }

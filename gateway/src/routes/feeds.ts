@@ -13,6 +13,7 @@ import {
   patchActivityBody,
 } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
+import { activityJson, actorUserJson } from "../feeds/activity-json.js";
 import { enrich, enrichOne, feedPage, operatorViewer, viewerOf, type FeedPageClients } from "../feeds/enrich.js";
 
 /** User tokens: `time` is clamped to [now − 10 min, now] (interface rule 5). */
@@ -79,7 +80,17 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
         },
         call,
       );
-      const activity = await enrichOne(clients, call, res.activity, viewerOf(tenant));
+      // The feed service looked the actor's user up for its warnings: actor_user comes from its
+      // answer. A new activity has no reactions yet, so a user token's own_reactions is empty
+      // without asking; a live duplicate (an existing activity) is enriched as any read.
+      const viewer = viewerOf(tenant);
+      const activity =
+        res.created && res.activity
+          ? activityJson(res.activity, {
+              actorUser: res.actorUser ? actorUserJson(res.actorUser) : null,
+              ownReactions: viewer.userId === null ? undefined : [],
+            })
+          : await enrichOne(clients, call, res.activity, viewer);
       return res.warnings.length ? { ...activity, warnings: res.warnings } : activity;
     },
   });

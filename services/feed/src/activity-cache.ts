@@ -7,19 +7,31 @@ import type { ActivityDoc } from "./activity-repository.js";
 
 const TTL_SECONDS = 120;
 
-const PUT = `
-for i = 1, #KEYS do
-  local cur = redis.call('GET', KEYS[i])
-  local v = tonumber(ARGV[i * 2 - 1])
-  local older = false
+/** Lua: stores `value` (version `v`, text) at `k` for `ttl` s unless a newer version is there;
+ * shared with the head script of the write path (heads.ts). */
+export const PUT_ONE = `
+local function put(k, v, value, ttl)
+  local cur = redis.call('GET', k)
   if cur then
     local cv = tonumber(string.match(cur, '^(%d+)|'))
-    if cv and cv > v then older = true end
+    if cv and cv > tonumber(v) then return end
   end
-  if not older then redis.call('SET', KEYS[i], ARGV[i * 2 - 1] .. '|' .. ARGV[i * 2], 'EX', ARGV[#ARGV]) end
+  redis.call('SET', k, v .. '|' .. value, 'EX', ttl)
 end
+`;
+
+const PUT = `${PUT_ONE}
+for i = 1, #KEYS do put(KEYS[i], ARGV[i * 2 - 1], ARGV[i * 2], ARGV[#ARGV]) end
 return 1
 `;
+
+/** One activity as the cache stores it: key, version, value, TTL (the arguments of PUT_ONE's put). */
+export interface CacheEntry {
+  key: string;
+  version: string;
+  value: string;
+  ttl: string;
+}
 
 type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
@@ -50,9 +62,12 @@ export function createActivityCache(conn: RedisConn) {
   redis.defineCommand("feedsActPut", { lua: PUT });
   const put = (redis as unknown as { feedsActPut: Script }).feedsActPut.bind(redis);
   const key = (t: string, id: string) => conn.key("act", t, id);
+  const entry = (d: ActivityDoc): CacheEntry => ({ key: key(d.tenant_id, d._id), version: String(d.version), value: JSON.stringify(freeze(d)), ttl: String(TTL_SECONDS) });
   const hits = processMetrics().cacheRequests.labels({ cache: "activity", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "activity", result: "miss" });
   return {
+    /** `doc` as putMany would store it, for a script that stores it beside other writes. */
+    entry,
     async getMany(tenantId: string, ids: string[]): Promise<Map<string, ActivityDoc>> {
       const out = new Map<string, ActivityDoc>();
       if (!ids.length) return out;

@@ -1,4 +1,6 @@
 import { processMetrics, type RedisConn } from "@feeds/kit";
+import { BUMP_ONE, signalKey } from "./signals.js";
+import { PUT_ONE, type CacheEntry } from "./activity-cache.js";
 
 // Each live feed's head in Redis: a sorted set of its newest entries (member = activity id,
 // score = time in ms; equal scores order by id, as the feed does), bounded to CAP. It is a cache
@@ -26,6 +28,27 @@ for i = 1, #KEYS, 3 do
   end
   redis.call('EXPIRE', head, ttl)
 end
+return 1
+`;
+
+// The write path's origin feed: ADD for one feed (KEYS 1-3), then its change signal (KEYS[4])
+// moved forward, in one round trip and in that order (a reader woken by the signal finds the head
+// holding the entry), and the activity stored in the activity cache (KEYS[5], activity-cache.ts).
+const ADD_AND_BUMP = `${BUMP_ONE}${PUT_ONE}
+local head, partial, complete = KEYS[1], KEYS[2], KEYS[3]
+local cap = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+if redis.call('EXISTS', head) == 0 then
+  redis.call('SET', partial, '1', 'EX', ttl)
+end
+redis.call('ZADD', head, ARGV[3], ARGV[4])
+if redis.call('ZCARD', head) > cap then
+  redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
+  redis.call('DEL', complete)
+end
+redis.call('EXPIRE', head, ttl)
+bump(KEYS[4], tonumber(ARGV[5]))
+put(KEYS[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
 `;
 
@@ -59,8 +82,10 @@ export function createHeads(conn: RedisConn) {
   const { redis } = conn;
   redis.defineCommand("feedsHeadAdd", { lua: ADD });
   redis.defineCommand("feedsHeadRebuild", { lua: REBUILD });
+  redis.defineCommand("feedsHeadAddBump", { lua: ADD_AND_BUMP });
   const add = (redis as unknown as { feedsHeadAdd: Script }).feedsHeadAdd.bind(redis);
   const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
+  const addBump = (redis as unknown as { feedsHeadAddBump: Script }).feedsHeadAddBump.bind(redis);
   const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
   const hits = processMetrics().cacheRequests.labels({ cache: "head", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "head", result: "miss" });
@@ -72,6 +97,11 @@ export function createHeads(conn: RedisConn) {
         const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
         await add(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
       }
+    },
+    /** `add` of one feed, its signal's bump (signals.ts) and the activity's cache entry, in one call. */
+    async addAndBump(tenantId: string, feed: string, entry: HeadEntry, cached: CacheEntry): Promise<void> {
+      const ks = [...keys(tenantId, feed), signalKey(conn, tenantId, feed), cached.key];
+      await addBump(5, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id, String(Date.now()), cached.version, cached.value, cached.ttl);
     },
     async remove(tenantId: string, feeds: string[], id: string): Promise<void> {
       const p = redis.pipeline();

@@ -25,6 +25,7 @@ import {
   type Logger,
 } from "@feeds/kit";
 import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
+import type { User } from "@feeds/proto/feeds/identity/v1/identity";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Fanout } from "./fanout.js";
@@ -129,11 +130,12 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     return doc;
   }
 
-  /** `actor_user_unresolved` when the actor names a user with no record. */
-  async function warningsFor(tenantId: string, actor: string): Promise<string[]> {
-    if (!actor.startsWith("user:")) return [];
+  /** The actor's user record, and `actor_user_unresolved` when the actor names a user with none. */
+  async function actorOf(tenantId: string, actor: string): Promise<{ user?: User; warnings: string[] }> {
+    if (!actor.startsWith("user:")) return { warnings: [] };
     const res = await deps.peers().users.getUsers({ ids: [actor.slice(5)] }, scope({ tenantId, caller: { kind: "system" } }));
-    return res.users.length ? [] : ["actor_user_unresolved"];
+    const user = res.users[0];
+    return user ? { user, warnings: [] } : { warnings: ["actor_user_unresolved"] };
   }
 
   /**
@@ -203,23 +205,28 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       if (!existing.fanout_pending) return { doc: existing, created: false };
       stored = existing;
     }
-    // Read your own writes: the origin feed and its signal show it before we answer.
-    await entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]);
-    if (!stored.batch) {
-      await heads.add(tenantId, [origin], { id: activityId, timeMs: time.getTime() });
-      await signals.bump(tenantId, [origin]);
-    }
-    await cache.putMany([stored]);
+    // Read your own writes: the origin feed and its signal show it before we answer. The console's
+    // count moves beside the entry write (every pass: a retry finishing a died write moves it too).
+    await Promise.all([
+      entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]),
+      deps.consoleSignal.bump(tenantId, stored === doc ? 1 : 0),
+    ]);
+    // The head, signal and cache first, then (in the same tick, so usually behind them) the
+    // publish: it needs the origin entry only, and the worker reads the activity from the cache.
     // Only the write that stored it publishes: a duplicate starts no second fan-out, and one that
     // died before publishing left its outbox mark for the relay.
-    if (stored !== doc) return { doc: stored, created: false };
-    try {
-      await fanout.publish(doc, true);
-    } catch (err) {
-      // Stored with its outbox mark: the relay publishes it once NATS answers again.
-      log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
-    }
-    return { doc, created: true };
+    const cached = stored.batch
+      ? cache.putMany([stored])
+      : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
+    const published =
+      stored === doc
+        ? fanout.publish(doc, true).catch((err: unknown) => {
+            // Stored with its outbox mark: the relay publishes it once NATS answers again.
+            log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
+          })
+        : undefined;
+    await Promise.all([cached, published]);
+    return stored === doc ? { doc, created: true } : { doc: stored, created: false };
   }
 
   return {
@@ -237,8 +244,8 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const now = Date.now();
       let time = fromTimestamp(a.time) ?? new Date(now);
       if (caller.kind === "user") time = new Date(Math.min(now, Math.max(now - CLAMP_MS, time.getTime())));
-      const [stored, warnings] = await Promise.all([store(tenantId, origin, a, time, false), warningsFor(tenantId, a.actor)]);
-      return { activity: activityToProto(stored.doc), created: stored.created, warnings };
+      const [stored, { user, warnings }] = await Promise.all([store(tenantId, origin, a, time, false), actorOf(tenantId, a.actor)]);
+      return { activity: activityToProto(stored.doc), created: stored.created, warnings, ...(user ? { actorUser: user } : {}) };
     },
 
     async getActivity(req, ctx) {

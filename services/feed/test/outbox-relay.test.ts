@@ -1,0 +1,157 @@
+import { randomBytes, randomUUID } from "node:crypto";
+import { MongoClient, type Db } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectNats, connectRedis, createLogger, ensureQueue, type Nats, type RedisConn } from "@feeds/kit";
+import { createActivityRepository, type ActivityDoc, type ActivityRepository } from "../src/activity-repository.js";
+import { createEntryRepository } from "../src/entry-repository.js";
+import { createActivityCache } from "../src/activity-cache.js";
+import { createFanout } from "../src/fanout.js";
+import { createHeads } from "../src/heads.js";
+import { createSignals } from "../src/signals.js";
+import { createActivityEvents } from "../src/events.js";
+
+// The fan-out outbox on real MongoDB-wire storage (FerretDB here) and NATS JetStream, in a
+// namespace of its own dropped afterwards. A process that dies at either point of an add leaves
+// the activity with its outbox mark: before its publish (the task was never sent), or after it,
+// before the mark's batched clear. A restarted process's relay must send the task exactly once
+// in both cases. No worker runs: the tasks stay in the work-queue stream to be counted.
+
+const urls = {
+  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
+  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
+  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
+};
+const namespace = `feed_outbox_${randomBytes(4).toString("hex")}`;
+const log = createLogger({ LOG_LEVEL: "silent" }, "test");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("fan-out outbox: a crash at any point of an add still fans out, once", () => {
+  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
+  let db: Db;
+  let redis: RedisConn;
+  let nats: Nats;
+  let activities: ActivityRepository;
+  const stops: Array<() => Promise<void>> = [];
+
+  /** A process's fan-out (relay, publish) over `repo`; stopped after the tests unless it `dies`. */
+  function processWith(repo: ActivityRepository, dies = false) {
+    const peers = () => {
+      throw new Error("no peer is called: no worker runs");
+    };
+    const fanout = createFanout({
+      nats,
+      activities: repo,
+      entries: createEntryRepository(db),
+      signals: createSignals(redis),
+      heads: createHeads(redis),
+      cache: createActivityCache(redis),
+      peers,
+      events: createActivityEvents({ peers }),
+      log,
+    });
+    if (!dies) stops.push(() => fanout.stop());
+    return fanout;
+  }
+
+  /** Activity tasks in the work queue, by activity id. */
+  async function tasks(): Promise<string[]> {
+    const stream = nats.stream("fanout");
+    const { state } = await nats.jsm.streams.info(stream);
+    const out: string[] = [];
+    for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+      const m = await nats.jsm.streams.getMessage(stream, { seq }).catch(() => null);
+      if (m) out.push((JSON.parse(new TextDecoder().decode(m.data)) as { a: string }).a);
+    }
+    return out.sort();
+  }
+
+  async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await fn();
+      if (v !== undefined) return v;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await sleep(100);
+    }
+  }
+
+  const pending = async (id: string) => (await activities.get(tenant, id))?.fanout_pending === true;
+
+  const tenant = `t-${randomBytes(4).toString("hex")}`;
+  /** An activity as the write path stores it: with its outbox mark. */
+  async function stored(): Promise<ActivityDoc> {
+    const now = new Date();
+    const doc: ActivityDoc = {
+      _id: randomUUID(),
+      tenant_id: tenant,
+      actor: "service:x",
+      verb: "post",
+      object: "o",
+      target: null,
+      foreign_id: null,
+      time: now,
+      custom_json: "{}",
+      origin_feed: "user:a",
+      refs: [],
+      reaction_counts: {},
+      version: 1,
+      edited_at: null,
+      deleted_at: null,
+      created_at: now,
+      batch: false,
+      fanout_pending: true,
+    };
+    await activities.insert(doc);
+    return doc;
+  }
+
+  beforeAll(async () => {
+    await mongo.connect();
+    db = mongo.db(namespace);
+    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
+    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "outbox-test");
+    await ensureQueue(nats, "fanout");
+    activities = createActivityRepository(db);
+    await activities.ensureIndexes();
+  });
+
+  afterAll(async () => {
+    for (const stop of stops) await stop();
+    await db?.dropDatabase();
+    await mongo.close();
+    if (redis) {
+      const keys = await redis.redis.keys(`${namespace}:*`);
+      if (keys.length) await redis.redis.del(...keys);
+      await redis.close();
+    }
+    if (nats) {
+      for await (const s of nats.jsm.streams.list()) {
+        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
+      }
+      await nats.close();
+    }
+  });
+
+  it("died before the publish, and after it before the mark was cleared: the next process's relay sends each task once", { timeout: 30_000 }, async () => {
+    // Process 1 stores two activities. It dies before publishing the first; it publishes the
+    // second and dies before its batched clear reaches storage (the clear never lands).
+    const unsent = await stored();
+    const sent = await stored();
+    const dying = processWith({ ...activities, markPublished: () => new Promise(() => undefined) }, true);
+    await dying.publish(sent, true);
+    expect(await tasks()).toEqual([sent._id]);
+
+    // Process 2 starts its relay: it publishes what is marked and older than 2 s.
+    processWith(activities).startRelay(200);
+    await until("both outbox marks cleared", async () => (!(await pending(unsent._id)) && !(await pending(sent._id)) ? true : undefined));
+    // A republish of the second task is dropped by JetStream (same message id): one task each.
+    expect(await tasks()).toEqual([unsent._id, sent._id].sort());
+  });
+
+  it("the write path's publish clears its mark soon after, without the relay", { timeout: 20_000 }, async () => {
+    const doc = await stored();
+    const fanout = processWith(activities);
+    await fanout.publish(doc, true);
+    await until("the mark cleared by the batch", async () => (!(await pending(doc._id)) ? true : undefined), 1_500);
+  });
+});

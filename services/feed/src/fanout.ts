@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsMsg } from "nats";
-import { createQueueWorker, publishEvents, scope, uuidFrom, workScope, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
@@ -25,9 +25,6 @@ const IN_FLIGHT = 8;
  * back). Running tasks send heartbeats meanwhile, so a long one is not redelivered.
  */
 export const ACK_WAIT_MS = 5000;
-/** Outbox marks are cleared in passes: one starts at this many waiting, or this long after a publish. */
-const CLEAR_BATCH = 200;
-const CLEAR_AFTER_MS = 100;
 
 interface ActivityTask {
   kind: "activity";
@@ -71,46 +68,17 @@ export function createFanout(deps: FanoutDeps) {
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  // The outbox marks are cleared in the background, after the write has answered, one clear
-  // pass at a time (the marks published meanwhile go in the next). A mark left set (the process died, the update failed) only makes
-  // the relay publish the task again 2 s on, which JetStream drops by its message id within the
-  // stream's duplicate window: the same as a process that died between a publish and its clear.
-  let toClear: string[] = [];
-  /** Published here, mark not cleared yet (queued or in flight): the relay leaves them alone. */
-  const uncleared = new Set<string>();
-  let clearTimer: NodeJS.Timeout | undefined;
-  let clearing: Promise<void> | undefined;
-
-  function clearMarks(): void {
-    clearTimeout(clearTimer);
-    clearTimer = undefined;
-    if (clearing || !toClear.length) return;
-    const ids = toClear;
-    toClear = [];
-    // Background work: not counted against the request that happened to fill the batch.
-    clearing = workScope.exit(() =>
-      activities
-        .markPublished(ids)
-        .catch((err: unknown) => log.debug({ err: String(err), n: ids.length }, "outbox marks left for the relay"))
-        .finally(() => {
-          for (const id of ids) uncleared.delete(id);
-          clearing = undefined;
-          if (toClear.length) clearMarks();
-        }),
-    );
-  }
-
   /**
-   * Publishes the activity's fan-out (deduplicated by id); its outbox mark is cleared soon after,
-   * in a batch. `originWritten`: the caller stored the origin entry already.
+   * Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark, before the
+   * write answers. (Clearing marks in the background after the answer was tried: on FerretDB v1
+   * an update is a read-modify-write of the whole document, so a background clear racing the
+   * client's next change of the activity, a delete right after the add, wrote the old document
+   * back and lost the delete.) `originWritten`: the caller stored the origin entry already.
    */
   async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten = false): Promise<void> {
     const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
     await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
-    uncleared.add(doc._id);
-    toClear.push(doc._id);
-    if (toClear.length >= CLEAR_BATCH) clearMarks();
-    else clearTimer ??= workScope.exit(() => setTimeout(clearMarks, CLEAR_AFTER_MS));
+    await activities.markPublished([doc._id]);
   }
 
   /** The activity, from the cache the write path filled, else from MongoDB. */
@@ -237,9 +205,7 @@ export function createFanout(deps: FanoutDeps) {
       try {
         const stale = await activities.unpublished(new Date(Date.now() - 2000), 100);
         // Whether the origin entry was written is unknown here: the worker writes it if missing.
-        // Marks this process is clearing already are left alone: under a slow database their
-        // clear may take longer than the relay's 2 s.
-        for (const doc of stale) if (!uncleared.has(doc._id)) await publish(doc);
+        for (const doc of stale) await publish(doc);
       } catch (err) {
         log.debug({ err: String(err) }, "outbox relay pass failed");
       }
@@ -255,8 +221,6 @@ export function createFanout(deps: FanoutDeps) {
     async stop() {
       stopped = true;
       clearTimeout(relayTimer);
-      clearMarks();
-      while (clearing) await clearing;
       await worker.stop();
     },
   };

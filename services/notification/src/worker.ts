@@ -17,7 +17,7 @@ export function createNotifyWorker(deps: { nats: Nats; log: Logger; handlers: re
     queue: "notify",
     durable: "events",
     subject: "event",
-    concurrency: 256,
+    concurrency: 64,
     ...(deps.beats ? { beats: { worker: "notify" as const, beats: deps.beats } } : {}),
     async handle(m) {
       const event = decodeEvent(m.data);

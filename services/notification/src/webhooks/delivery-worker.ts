@@ -15,13 +15,6 @@ import { createSlots } from "./slots.js";
 // other delivery's; a task is acknowledged only once its write is stored. A destination has a
 // few attempts in flight (slots) and a line of tasks waiting for them; a task it cannot take
 // goes back to the queue without an attempt (JetStream's delivery count is not the attempt count).
-//
-// A destination whose last attempt here did not fail gets an event's first attempt straight from the
-// notify worker (`direct`), while it has a free slot: the event is acknowledged only after that
-// attempt's outcome is stored, so nothing is lost, and the task that would have crossed the queue
-// (a publish, a delivery, an ack, a lookup) is published only for a retry, with the time before
-// which it is not attempted. At most DIRECT_MAX such attempts run at once, so that destinations
-// turning slow can hold only that many of the notify worker's tasks, for one attempt's time.
 
 export interface DeliveryOptions {
   attemptTimeoutMs: number;
@@ -47,10 +40,6 @@ const KEEP_MS = 10_000;
 const RECORD_GRACE_MS = 1000;
 /** Record ids this process stored, so that a task's next write goes straight to an update. */
 const WRITTEN_MAX = 100_000;
-/** First attempts the notify worker makes itself at once (of its 256 tasks in flight). */
-const DIRECT_MAX = 128;
-/** Longer attempts would come near the notify task's ack wait (30 s): those always cross the queue. */
-const DIRECT_ATTEMPT_MAX_MS = 10_000;
 const jitter = (ms: number) => Math.round(ms * (0.75 + Math.random() * 0.5));
 
 export function createDeliveryWorker(deps: {
@@ -62,7 +51,7 @@ export function createDeliveryWorker(deps: {
   options: DeliveryOptions;
   /** Readiness names the webhooks worker when its loop stops beating. */
   beats?: WorkerBeats;
-}): QueueWorker & { direct(task: DeliveryTask): Promise<boolean> } {
+}): QueueWorker {
   const { nats, log, destinations, records, post, options } = deps;
   const maxAttempts = options.retryScheduleMs.length + 1;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
@@ -71,10 +60,6 @@ export function createDeliveryWorker(deps: {
   const healthy = new Map<string, boolean>();
   const outcomes = processMetrics().webhookDeliveries;
   const written = new Set<string>();
-  const subject = nats.subject("webhooks", DELIVERY_SUBJECT);
-  const encoder = new TextEncoder();
-  let running = false;
-  let directInFlight = 0;
 
   async function write(change: RecordChange): Promise<number> {
     const attempts = await records.write(change);
@@ -91,61 +76,12 @@ export function createDeliveryWorker(deps: {
     m.nak(delayMs);
   }
 
-  /** The task to the dead-letter stream and its record failed; `m`, the queue's delivery of it, is terminated. */
-  async function giveUp(m: JsMsg | { data: Uint8Array; msgID: string }, record: RecordKey, why: string) {
+  async function giveUp(m: JsMsg, record: RecordKey, why: string) {
     log.warn({ record: record._id, destination: record.destination_id, why }, "webhook delivery dead-lettered");
     outcomes.inc({ outcome: "dead_lettered" });
-    const msgID = "msgID" in m ? m.msgID : `dlq:${m.info.stream}:${m.seq}`;
-    await nats.js.publish(nats.subject("webhooks_dlq", DELIVERY_SUBJECT), m.data, { msgID });
+    await nats.js.publish(nats.subject("webhooks_dlq", DELIVERY_SUBJECT), m.data, { msgID: `dlq:${m.info.stream}:${m.seq}` });
     await write({ record, attempted: false, status: "failed", fresh: false });
-    if (!("msgID" in m)) m.term();
-  }
-
-  const retryWait = (attempts: number) => jitter(options.retryScheduleMs[attempts - 1] ?? options.retryScheduleMs.at(-1) ?? 1000);
-  const recordOf = (task: DeliveryTask): RecordKey => ({
-    _id: task.r,
-    tenant_id: task.t,
-    event_id: task.e.id,
-    event_type: task.e.type,
-    destination_id: task.d,
-    created_at: new Date(task.at),
-  });
-
-  /**
-   * An event's first attempt, made by the notify worker when the destination's last attempt here
-   * succeeded and a slot is free; false: publish the task to the queue instead. A failed attempt
-   * leaves its retry on the queue (or gives up); the outcome is stored before this answers.
-   */
-  async function direct(task: DeliveryTask): Promise<boolean> {
-    if (!running || directInFlight >= DIRECT_MAX || options.attemptTimeoutMs > DIRECT_ATTEMPT_MAX_MS || healthy.get(task.d) === false) return false;
-    directInFlight++;
-    try {
-      // The notify worker has just read the tenant's routes: they name this destination.
-      const dest = await destinations.routed(task.t, task.d);
-      // Deleted meanwhile: the queue's path records it.
-      if (!dest || (await slots.take(task.d, STALL_MS)) !== "taken") return false;
-      const record = recordOf(task);
-      const outcome = await attempt(task, record, dest);
-      healthy.set(task.d, outcome.ok);
-      const change = (c: Pick<RecordChange, "attempted" | "status">) => write({ record, fresh: fresh(record), ...c });
-      if (outcome.ok) {
-        outcomes.inc({ outcome: "delivered" });
-        await change({ attempted: true, status: "published" });
-        return true;
-      }
-      const attempts = await change({ attempted: true, status: "pending" });
-      const data = encoder.encode(JSON.stringify(task));
-      if (outcome.refused || attempts >= maxAttempts) {
-        await giveUp({ data, msgID: `dlq:wh:${task.r}` }, record, outcome.error ?? (outcome.refused ? "refused address" : `answered ${outcome.status}`));
-        return true;
-      }
-      outcomes.inc({ outcome: "retrying" });
-      const retry: DeliveryTask = { ...task, n: Date.now() + retryWait(attempts) };
-      await nats.js.publish(subject, encoder.encode(JSON.stringify(retry)), { msgID: `wh:${task.r}` });
-      return true;
-    } finally {
-      directInFlight--;
-    }
+    m.term();
   }
 
   /** One attempt (its slot taken); a first one still running after the grace has its pending record written meanwhile. */
@@ -170,10 +106,14 @@ export function createDeliveryWorker(deps: {
 
   async function handle(m: JsMsg): Promise<void> {
     const task = JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask;
-    // A retry of a first attempt made directly: not before its time.
-    const wait = (task.n ?? 0) - Date.now();
-    if (wait > 0) return m.nak(wait);
-    const record = recordOf(task);
+    const record: RecordKey = {
+      _id: task.r,
+      tenant_id: task.t,
+      event_id: task.e.id,
+      event_type: task.e.type,
+      destination_id: task.d,
+      created_at: new Date(task.at),
+    };
     const dest = await destinations.forDelivery(task.t, task.d);
     // Deleted: nothing is delivered to it any more.
     if (!dest) return void (await write({ record, attempted: false, status: "failed", fresh: fresh(record) }));
@@ -196,10 +136,10 @@ export function createDeliveryWorker(deps: {
     if (outcome.refused) return giveUp(m, record, outcome.error ?? "refused address");
     if (attempts >= maxAttempts) return giveUp(m, record, outcome.error ?? `answered ${outcome.status}`);
     outcomes.inc({ outcome: "retrying" });
-    m.nak(retryWait(attempts));
+    m.nak(jitter(options.retryScheduleMs[attempts - 1] ?? options.retryScheduleMs.at(-1) ?? 1000));
   }
 
-  const worker = createQueueWorker({
+  return createQueueWorker({
     nats,
     log,
     queue: "webhooks",
@@ -216,16 +156,4 @@ export function createDeliveryWorker(deps: {
     ackWaitMs: options.attemptTimeoutMs + STALL_MS + 20_000,
     ...(deps.beats ? { beats: { worker: "webhooks" as const, beats: deps.beats } } : {}),
   });
-  return {
-    async start() {
-      await worker.start();
-      running = true;
-    },
-    async stop() {
-      running = false;
-      await worker.stop();
-    },
-    lastAlive: () => worker.lastAlive(),
-    direct,
-  };
 }

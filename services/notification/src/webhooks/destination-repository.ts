@@ -44,19 +44,6 @@ export function createDestinationRepository(db: Db, redis: RedisConn) {
     await routes.invalidate(tenantId, [ALL]);
   };
 
-  /** A destination for its delivery: from this process while nothing changed, else MongoDB. */
-  async function forDelivery(tenantId: string, id: string): Promise<DestinationDoc | null> {
-    const gen = await redis.redis.get(generation(tenantId)).catch(() => null);
-    const hit = local.get(id);
-    if (gen !== null && hit && hit.gen === gen && Date.now() - hit.at < LOCAL_MAX_AGE_MS) return hit.doc;
-    const doc = await destinations.findOne({ _id: id, tenant_id: tenantId });
-    if (gen !== null) {
-      if (local.size >= LOCAL_MAX_ENTRIES) local.delete(local.keys().next().value ?? "");
-      local.set(id, { doc, gen, at: Date.now() });
-    }
-    return doc;
-  }
-
   return {
     async ensureIndexes() {
       await destinations.createIndex({ tenant_id: 1, created_at: 1, _id: 1 });
@@ -83,17 +70,17 @@ export function createDestinationRepository(db: Db, redis: RedisConn) {
 
     get: (tenantId: string, id: string) => destinations.findOne({ _id: id, tenant_id: tenantId }),
 
-    forDelivery,
-
-    /**
-     * A destination the tenant's routes named a moment ago: from this process when it was read
-     * here before (a destination never changes, it is only deleted, and the routes show that),
-     * else as `forDelivery`.
-     */
-    async routed(tenantId: string, id: string): Promise<DestinationDoc | null> {
+    /** A destination for its delivery: from this process while nothing changed, else MongoDB. */
+    async forDelivery(tenantId: string, id: string): Promise<DestinationDoc | null> {
+      const gen = await redis.redis.get(generation(tenantId)).catch(() => null);
       const hit = local.get(id);
-      if (hit?.doc && hit.doc.tenant_id === tenantId && Date.now() - hit.at < LOCAL_MAX_AGE_MS) return hit.doc;
-      return forDelivery(tenantId, id);
+      if (gen !== null && hit && hit.gen === gen && Date.now() - hit.at < LOCAL_MAX_AGE_MS) return hit.doc;
+      const doc = await destinations.findOne({ _id: id, tenant_id: tenantId });
+      if (gen !== null) {
+        if (local.size >= LOCAL_MAX_ENTRIES) local.delete(local.keys().next().value ?? "");
+        local.set(id, { doc, gen, at: Date.now() });
+      }
+      return doc;
     },
 
     count: (tenantId: string) => destinations.countDocuments({ tenant_id: tenantId }),

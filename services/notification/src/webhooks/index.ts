@@ -36,7 +36,7 @@ export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nat
     nats: deps.nats,
     allowPrivate: deps.options.allowPrivate,
   });
-  const handleEvent: EventHandler = createWebhookPublisher({ nats: deps.nats, destinations, records, direct: (task) => worker.direct(task) });
+  const handleEvent: EventHandler = createWebhookPublisher({ nats: deps.nats, destinations, records });
   return {
     service,
     handleEvent,

@@ -4,8 +4,6 @@ import type { RecordRepository } from "./record-repository.js";
 
 // The notify worker's webhook handler: for each event, one delivery task per destination that
 // wants it, on the `webhooks` queue; the event is acknowledged once they are all stored there.
-// (A destination that is known healthy here gets its first attempt straight from this handler,
-// and a task only for a retry: see delivery-worker `direct`.)
 // The task carries everything its record holds, and the delivery worker writes that record
 // (one write per delivery, batched). Record ids and task message ids derive from the event and
 // the destination: JetStream drops a task published again within its duplicate window, and an
@@ -25,8 +23,6 @@ export interface DeliveryTask {
   /** When the event was routed (epoch ms): the record's created_at. */
   at: number;
   e: PublicEvent;
-  /** A retry after a first attempt made directly (delivery-worker `direct`): not attempted before this (epoch ms). */
-  n?: number;
 }
 
 export const DELIVERY_SUBJECT = "delivery";
@@ -37,13 +33,7 @@ export const wants = (route: Route, type: string): boolean =>
 
 export const recordIdOf = (eventId: string, destinationId: string) => uuidFrom("webhook-record", eventId, destinationId);
 
-export function createWebhookPublisher(deps: {
-  nats: Nats;
-  destinations: DestinationRepository;
-  records: Pick<RecordRepository, "settled">;
-  /** The delivery worker of this process making a first attempt itself; false: publish the task. */
-  direct?: (task: DeliveryTask) => Promise<boolean>;
-}) {
+export function createWebhookPublisher(deps: { nats: Nats; destinations: DestinationRepository; records: Pick<RecordRepository, "settled"> }) {
   const subject = deps.nats.subject("webhooks", DELIVERY_SUBJECT);
   const encoder = new TextEncoder();
 
@@ -58,11 +48,9 @@ export function createWebhookPublisher(deps: {
     const at = Date.now();
     const e: PublicEvent = { id: event.id, type: event.type, created_at: event.created_at, tenant_id: event.tenant_id, data: event.data };
     await Promise.all(
-      ids.map(async ({ record, destination }) => {
+      ids.map(({ record, destination }) => {
         const task: DeliveryTask = { r: record, t: event.tenant_id, d: destination, at, e };
-        // A redelivered event may have a task on the queue already: only the queue's path then.
-        if (!opts.redelivered && deps.direct && (await deps.direct(task))) return;
-        await deps.nats.js.publish(subject, encoder.encode(JSON.stringify(task)), { msgID: `wh:${record}` });
+        return deps.nats.js.publish(subject, encoder.encode(JSON.stringify(task)), { msgID: `wh:${record}` });
       }),
     );
   };

@@ -16,7 +16,11 @@ export interface QueueWorkerOptions {
   durable: string;
   /** The subject (under `<ns>.<queue>.`) this consumer takes, e.g. "event". */
   subject: string;
-  handle(m: JsMsg): Promise<void>;
+  /**
+   * Handles one task. Answering `{ laterMs }` puts it back to be delivered again that much later
+   * (not a failure: no warning, no backoff; it still counts as a delivery toward `maxDeliver`).
+   */
+  handle(m: JsMsg): Promise<void | { laterMs: number }>;
   maxDeliver?: number;
   /** Waits before the 2nd, 3rd, ... delivery; the last one repeats. Jitter of ±25% is added. */
   backoffMs?: readonly number[];
@@ -59,7 +63,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   let alive = 0;
   const redeliveries = processMetrics().queueRedeliveries.labels({ queue });
   const tasks = processMetrics().queueTasks;
-  const finished = (outcome: "done" | "retried" | "dead_lettered") => tasks.inc({ queue, consumer: o.durable, outcome });
+  const finished = (outcome: "done" | "deferred" | "retried" | "dead_lettered") => tasks.inc({ queue, consumer: o.durable, outcome });
 
   async function deadLetter(m: JsMsg, err: unknown) {
     log.error({ err, queue, deliveries: m.info.redeliveryCount }, "task dead-lettered");
@@ -85,7 +89,13 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         }, ackWaitMs / 3)
       : undefined;
     try {
-      await o.handle(m);
+      const later = await o.handle(m);
+      if (later) {
+        // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
+        m.nak(Math.max(1, Math.ceil(later.laterMs)));
+        finished("deferred");
+        return;
+      }
       m.ack();
       finished("done");
     } catch (err) {

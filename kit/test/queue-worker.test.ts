@@ -80,4 +80,19 @@ describe("queue worker", { timeout: 30_000 }, () => {
     const info = await nats.jsm.consumers.info(nats.stream("fanout"), `${nats.stream("fanout")}_upgrade`);
     expect(info.config.ack_wait).toBe(ACK_WAIT_MS * 1_000_000);
   });
+
+  it("a task answered `later` comes back after that delay (a fractional one too), twice, then is done", async () => {
+    const seen: number[] = [];
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await worker("later", async (m) => {
+      seen.push(Date.now());
+      if (m.info.redeliveryCount < 3) return { laterMs: 400.1234567 };
+      done();
+    }).start();
+    await publish("later");
+    await finished;
+    expect(seen).toHaveLength(3);
+    for (let i = 1; i < seen.length; i++) expect((seen[i] as number) - (seen[i - 1] as number)).toBeGreaterThanOrEqual(380);
+  });
 });

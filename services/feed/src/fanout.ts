@@ -40,6 +40,19 @@ interface ChunkTask {
   feeds: string[];
 }
 type Task = ActivityTask | ChunkTask;
+/** A write's promise of a fan-out task, published before the activity is stored. */
+interface Intent {
+  t: string;
+  a: string;
+}
+
+/** How long an intent waits before the relay looks: its write publishes the task well before. */
+export const INTENT_GRACE_MS = 10_000;
+/** Looks again this often while the intent's activity is not in MongoDB (its write may be slow)... */
+const INTENT_RETRY_MS = 30_000;
+/** ...until this age: an activity still absent then belonged to a write that failed (its client
+ * had an error, not an answer). */
+const INTENT_GIVE_UP_MS = 5 * 60_000;
 
 const digest = (feeds: string[]) => createHash("sha256").update(feeds.join("\n")).digest("base64url").slice(0, 22);
 
@@ -59,25 +72,52 @@ export interface FanoutDeps {
   beats?: WorkerBeats;
   /** Live writes' fan-out lag (batch imports are not timed). */
   lag?: FanoutLag;
+  /** How long an intent waits before its relay looks (default INTENT_GRACE_MS; tests shorten it). */
+  intentGraceMs?: number;
 }
 
 export function createFanout(deps: FanoutDeps) {
   const { nats, activities, entries, signals, heads, log } = deps;
   const subject = nats.subject("fanout", "task");
-  const encode = (t: Task) => new TextEncoder().encode(JSON.stringify(t));
+  const intentSubject = nats.subject("fanout_intents", "intent");
+  const intentGraceMs = deps.intentGraceMs ?? INTENT_GRACE_MS;
+  const encode = (t: Task | Intent) => new TextEncoder().encode(JSON.stringify(t));
   let relayTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
   /**
-   * Publishes the activity's fan-out (deduplicated by id) and clears its outbox mark, before the
-   * write answers. (Clearing marks in the background after the answer was tried: on FerretDB v1
-   * an update is a read-modify-write of the whole document, so a background clear racing the
-   * client's next change of the activity, a delete right after the add, wrote the old document
-   * back and lost the delete.) `originWritten`: the caller stored the origin entry already.
+   * Tells JetStream, before the activity is stored, that its fan-out will be owed: if the write
+   * stores it and dies before publishing the task, the intent relay publishes it. False when NATS
+   * does not take it (the write then stores the activity with an outbox mark instead).
    */
-  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten = false): Promise<void> {
+  async function intend(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<boolean> {
+    const intent: Intent = { t: doc.tenant_id, a: doc._id };
+    try {
+      await nats.js.publish(intentSubject, encode(intent), { msgID: `i:${doc._id}` });
+      return true;
+    } catch (err) {
+      log.warn({ err: String(err), activity: doc._id }, "fan-out intent not taken; the activity carries an outbox mark");
+      return false;
+    }
+  }
+
+  /** Publishes the activity's fan-out task, deduplicated by id. `originWritten`: the caller stored
+   * the origin entry, head and signal already. */
+  async function publishTask(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten: boolean): Promise<void> {
     const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
     await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
+  }
+
+  /**
+   * The outbox relay's publish of a marked activity (stored while NATS did not take its intent):
+   * the task, then the mark's clear. (Clearing marks in the background of a write was tried: on
+   * FerretDB v1 an update is a read-modify-write of the whole document, so a clear racing the
+   * client's next change of the activity, a delete right after the add, wrote the old document
+   * back and lost the delete. A write that stores a marked activity therefore leaves the mark to
+   * this relay.)
+   */
+  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<void> {
+    await publishTask(doc, false);
     await activities.markPublished([doc._id]);
   }
 
@@ -155,8 +195,11 @@ export function createFanout(deps: FanoutDeps) {
       task.t,
       task.feeds.map((feed) => ({ feed, activity_id: doc._id, time: doc.time, origin: doc.origin_feed })),
     );
-    // A delete that raced this chunk must not leave entries behind.
-    const after = await activities.get(task.t, task.a);
+    // A delete that raced this chunk must not leave entries behind. A delete caches its tombstone
+    // before it removes the activity's entries, so a chunk written after that removal began sees
+    // the tombstone here (entries written before it are removed by the delete); the cache is
+    // asked first, MongoDB when the cache has no answer.
+    const after = await activityOf(task.t, task.a);
     if (!after || after.deleted_at) {
       await entries.removeActivity(task.t, task.a);
       return false;
@@ -199,6 +242,35 @@ export function createFanout(deps: FanoutDeps) {
     ...(deps.beats ? { beats: { worker: "fanout" as const, beats: deps.beats } } : {}),
   });
 
+  /**
+   * An intent, once its grace has passed: the task is published again (JetStream drops it when
+   * the write published it, by its message id) if the activity is stored, and looked for again
+   * later while it is not.
+   */
+  async function handleIntent(m: JsMsg): Promise<void | { laterMs: number }> {
+    const intent = JSON.parse(new TextDecoder().decode(m.data)) as Intent;
+    const age = Date.now() - Number(m.info.timestampNanos / 1_000_000);
+    if (age < intentGraceMs) return { laterMs: intentGraceMs - age };
+    const doc = await activityOf(intent.t, intent.a);
+    if (doc) {
+      if (!doc.deleted_at) await publishTask(doc, false);
+      return;
+    }
+    if (age < INTENT_GIVE_UP_MS) return { laterMs: INTENT_RETRY_MS };
+  }
+
+  const intentRelay = createQueueWorker({
+    nats,
+    log,
+    queue: "fanout_intents",
+    durable: "relay",
+    subject: "intent",
+    handle: handleIntent,
+    // The grace, then a look every INTENT_RETRY_MS until INTENT_GIVE_UP_MS, with room for failures.
+    maxDeliver: 2 + Math.ceil(INTENT_GIVE_UP_MS / INTENT_RETRY_MS) + MAX_DELIVER,
+    concurrency: 32,
+  });
+
   /** Republishes activities whose fan-out was never published (the process died in between). */
   function startRelay(intervalMs = 1000): void {
     const tick = async () => {
@@ -215,13 +287,19 @@ export function createFanout(deps: FanoutDeps) {
   }
 
   return {
+    intend,
+    publishTask,
     publish,
     startWorker: () => worker.start(),
-    startRelay,
+    /** The relays of intents and of outbox marks. */
+    async startRelay(intervalMs = 1000) {
+      await intentRelay.start();
+      startRelay(intervalMs);
+    },
     async stop() {
       stopped = true;
       clearTimeout(relayTimer);
-      await worker.stop();
+      await Promise.all([worker.stop(), intentRelay.stop()]);
     },
   };
 }

@@ -23,6 +23,7 @@ export async function createFeedModule(deps: {
   worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "fanout");
+  await ensureQueue(deps.nats, "fanout_intents");
   const consoleSignal = createCountSignal(deps.redis, "activities");
   const activities = withConsoleSignal(createActivityRepository(deps.db), consoleSignal);
   const entries = createEntryRepository(deps.db);
@@ -47,7 +48,7 @@ export async function createFeedModule(deps: {
     async start() {
       if (deps.worker === false) return;
       await fanout.startWorker();
-      fanout.startRelay();
+      await fanout.startRelay();
       outbox.startRelay();
     },
     async stop() {

@@ -185,48 +185,54 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
   }
 
   /**
-   * Stores `doc` (with its outbox mark) unless it is stored already, then its origin entry, head,
-   * signal and cache, and publishes its fan-out. The origin entry, head, signal and cache run
-   * again, idempotently, whenever the stored activity still has its outbox mark: the write that
-   * stored it may have died before finishing them.
+   * Stores `doc` unless it is stored already, then its origin entry, head, signal and cache, and
+   * publishes its fan-out. Before the insert, a fan-out intent goes to JetStream, so that a write
+   * dying after its insert still gets its fan-out (the intent relay publishes it); while NATS does
+   * not take the intent, the activity is stored with an outbox mark instead, which the outbox relay
+   * publishes once NATS answers. A duplicate that finds the activity stored without a mark starts
+   * nothing: its writer, or a relay, publishes the fan-out; one that finds a mark finishes the
+   * origin entry, head, signal and cache again, idempotently (the write that stored it may have
+   * died before them).
    */
   async function complete(doc: ActivityDoc): Promise<{ doc: ActivityDoc; created: boolean }> {
     const { tenant_id: tenantId, _id: activityId, origin_feed: origin, time } = doc;
-    let stored = doc;
+    const intended = await fanout.intend(doc);
+    const mine: ActivityDoc = { ...doc };
+    if (intended) delete mine.fanout_pending;
+    else mine.fanout_pending = true;
+    let stored = mine;
     try {
-      await activities.insert(doc);
+      await activities.insert(mine);
     } catch (e) {
       if (!isDuplicateKey(e)) throw e;
       const existing = await activities.get(tenantId, activityId);
       if (!existing) throw e;
       if (existing.deleted_at) throw burned();
-      // The mark is cleared once the fan-out task is out (the write's, or the relay's, which also
-      // writes a missing origin entry): nothing is left to finish, and a duplicate starts nothing.
       if (!existing.fanout_pending) return { doc: existing, created: false };
       stored = existing;
     }
+    const created = stored === mine;
     // Read your own writes: the origin feed and its signal show it before we answer. The console's
     // count moves beside the entry write (every pass: a retry finishing a died write moves it too).
     await Promise.all([
       entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]),
-      deps.consoleSignal.bump(tenantId, stored === doc ? 1 : 0),
+      deps.consoleSignal.bump(tenantId, created ? 1 : 0),
     ]);
     // The head, signal and cache first, then (in the same tick, so usually behind them) the
     // publish: it needs the origin entry only, and the worker reads the activity from the cache.
-    // Only the write that stored it publishes: a duplicate starts no second fan-out, and one that
-    // died before publishing left its outbox mark for the relay.
+    // Only the write that stored it publishes, and only after its intent: a marked activity is
+    // the outbox relay's to publish (NATS did not answer a moment ago).
     const cached = stored.batch
       ? cache.putMany([stored])
       : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
     const published =
-      stored === doc
-        ? fanout.publish(doc, true).catch((err: unknown) => {
-            // Stored with its outbox mark: the relay publishes it once NATS answers again.
-            log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the relay");
+      created && intended
+        ? fanout.publishTask(mine, true).catch((err: unknown) => {
+            log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the intent relay");
           })
         : undefined;
     await Promise.all([cached, published]);
-    return stored === doc ? { doc, created: true } : { doc: stored, created: false };
+    return { doc: stored, created };
   }
 
   return {

@@ -10,11 +10,15 @@ import { createHeads } from "../src/heads.js";
 import { createSignals } from "../src/signals.js";
 import { createActivityEvents } from "../src/events.js";
 
-// The fan-out outbox on real MongoDB-wire storage (FerretDB here) and NATS JetStream, in a
-// namespace of its own dropped afterwards. A process that dies at either point of an add leaves
-// the activity with its outbox mark: before its publish (the task was never sent), or after it,
-// before the mark's clear. A restarted process's relay must send the task exactly once
-// in both cases. No worker runs: the tasks stay in the work-queue stream to be counted.
+// The fan-out's two relays on real MongoDB-wire storage (FerretDB here) and NATS JetStream, in a
+// namespace of its own dropped afterwards. No worker runs: the tasks stay in the work-queue stream
+// to be counted.
+// - Intents: a write publishes a fan-out intent before its insert. If it dies after the insert,
+//   before its task, the intent relay publishes the task once the intent's grace has passed; an
+//   intent whose activity was never stored publishes nothing.
+// - Outbox marks: a write whose intent NATS did not take stores the activity with a mark. The
+//   relay publishes it; a process dying between that publish and the mark's clear leaves it to the
+//   next relay, which must not send a second task.
 
 const urls = {
   mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
@@ -22,7 +26,7 @@ const urls = {
   nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
 };
 const namespace = `feed_outbox_${randomBytes(4).toString("hex")}`;
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
+const log = createLogger({ LOG_LEVEL: (process.env.TEST_LOG_LEVEL ?? "silent") as "silent" }, "test");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("fan-out outbox: a crash at any point of an add still fans out, once", () => {
@@ -34,7 +38,7 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
   const stops: Array<() => Promise<void>> = [];
 
   /** A process's fan-out (relay, publish) over `repo`; stopped after the tests unless it `dies`. */
-  function processWith(repo: ActivityRepository, dies = false) {
+  function processWith(repo: ActivityRepository, dies = false, intentGraceMs?: number) {
     const peers = () => {
       throw new Error("no peer is called: no worker runs");
     };
@@ -48,6 +52,7 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
       peers,
       events: createActivityEvents({ peers }),
       log,
+      ...(intentGraceMs !== undefined ? { intentGraceMs } : {}),
     });
     if (!dies) stops.push(() => fanout.stop());
     return fanout;
@@ -78,8 +83,8 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
   const pending = async (id: string) => (await activities.get(tenant, id))?.fanout_pending === true;
 
   const tenant = `t-${randomBytes(4).toString("hex")}`;
-  /** An activity as the write path stores it: with its outbox mark. */
-  async function stored(): Promise<ActivityDoc> {
+  /** An activity as the write path stores it, with its outbox mark unless `marked` is false. */
+  async function stored(marked = true, insert = true): Promise<ActivityDoc> {
     const now = new Date();
     const doc: ActivityDoc = {
       _id: randomUUID(),
@@ -99,9 +104,9 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
       deleted_at: null,
       created_at: now,
       batch: false,
-      fanout_pending: true,
+      ...(marked ? { fanout_pending: true } : {}),
     };
-    await activities.insert(doc);
+    if (insert) await activities.insert(doc);
     return doc;
   }
 
@@ -111,6 +116,7 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
     redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
     nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "outbox-test");
     await ensureQueue(nats, "fanout");
+    await ensureQueue(nats, "fanout_intents");
     activities = createActivityRepository(db);
     await activities.ensureIndexes();
   });
@@ -138,21 +144,33 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
     const unsent = await stored();
     const sent = await stored();
     const dying = processWith({ ...activities, markPublished: () => new Promise(() => undefined) }, true);
-    void dying.publish(sent, true);
+    void dying.publish(sent);
     await until("the second task published", async () => ((await tasks()).length === 1 ? true : undefined));
     expect(await tasks()).toEqual([sent._id]);
 
     // Process 2 starts its relay: it publishes what is marked and older than 2 s.
-    processWith(activities).startRelay(200);
+    await processWith(activities, false, 500).startRelay(200);
     await until("both outbox marks cleared", async () => (!(await pending(unsent._id)) && !(await pending(sent._id)) ? true : undefined));
     // A republish of the second task is dropped by JetStream (same message id): one task each.
     expect(await tasks()).toEqual([unsent._id, sent._id].sort());
   });
 
-  it("the write path's publish clears its mark before it answers, without the relay", { timeout: 20_000 }, async () => {
-    const doc = await stored();
-    const fanout = processWith(activities);
-    await fanout.publish(doc, true);
-    expect(await pending(doc._id)).toBe(false);
+  it("intents: a write that died after its insert gets its task from the relay, once; one never stored gets none", { timeout: 30_000 }, async () => {
+    const before = await tasks();
+    const fanout = processWith(activities, false, 500);
+    // Died after its insert, before its task.
+    const orphan = await stored(false);
+    // Finished: its own task went out before the relay looked.
+    const finished = await stored(false);
+    // Died before its insert: the client had an error, and nothing is owed.
+    const never = await stored(false, false);
+    for (const d of [orphan, finished, never]) expect(await fanout.intend(d)).toBe(true);
+    await fanout.publishTask(finished, true);
+    await fanout.startRelay(60_000);
+    await until("the orphan's task published", async () => ((await tasks()).includes(orphan._id) ? true : undefined));
+    // The relay has looked at all three (same grace); give it a moment more to publish anything else.
+    await sleep(1_000);
+    const added = (await tasks()).filter((id) => !before.includes(id));
+    expect(added).toEqual([orphan._id, finished._id].sort());
   });
 });

@@ -77,17 +77,13 @@ export function createReadCache<T>(
       let cached: (string | null)[];
       let gens: (string | null)[];
       try {
-        const res = await redis
-          .pipeline()
-          .mget(...unique.map((id) => valueKey(tenantId, id)))
-          .mget(...unique.map((id) => genKey(tenantId, id)))
-          .exec();
-        if (!res) throw new Error("no answer");
-        const [[e1, v1], [e2, v2]] = res as [[Error | null, (string | null)[]], [Error | null, (string | null)[]]];
-        const failed = e1 ?? e2;
-        if (failed) throw failed;
-        cached = v1;
-        gens = v2;
+        // Two commands of the same tick: auto-pipelining (kit's connection) writes them, with the
+        // other requests' commands of that tick, in one socket write; an explicit pipeline would
+        // be a write of its own.
+        [cached, gens] = await Promise.all([
+          redis.mget(...unique.map((id) => valueKey(tenantId, id))),
+          redis.mget(...unique.map((id) => genKey(tenantId, id))),
+        ]);
       } catch {
         misses.inc(unique.length);
         return load(unique);

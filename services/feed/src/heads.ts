@@ -118,12 +118,14 @@ export function createHeads(conn: RedisConn) {
      */
     async newest(tenantId: string, feed: string, n: number): Promise<{ entries: HeadEntry[]; complete: boolean } | null> {
       const [head, partial, complete] = keys(tenantId, feed);
-      const res = await redis.pipeline().zrevrange(head, 0, n - 1, "WITHSCORES").exists(partial).exists(complete).exists(head).exec();
-      if (!res) return null;
-      const [range, isPartial, isComplete, exists] = res.map(([err, v]) => {
-        if (err) throw err;
-        return v;
-      });
+      // Commands of one tick, auto-pipelined (kit's connection) into one write with the other
+      // requests' commands of that tick.
+      const [range, isPartial, isComplete, exists] = await Promise.all([
+        redis.zrevrange(head, 0, n - 1, "WITHSCORES"),
+        redis.exists(partial),
+        redis.exists(complete),
+        redis.exists(head),
+      ]);
       // A whole feed with no entries has no head, only its complete mark.
       if (exists !== 1 && isComplete === 1 && isPartial !== 1) {
         hits.inc();
@@ -134,7 +136,7 @@ export function createHeads(conn: RedisConn) {
         return null;
       }
       hits.inc();
-      const flat = range as string[];
+      const flat = range;
       const entries: HeadEntry[] = [];
       for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i] as string, timeMs: Number(flat[i + 1]) });
       return { entries, complete: isComplete === 1 };

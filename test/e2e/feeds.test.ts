@@ -629,6 +629,25 @@ describe("tenancy and fan-out", () => {
     expect(seen).toEqual({ ...a, own_reactions: [] });
   });
 
+  it("fan-out follows the graph as it changes: a follow and an unfollow between two posts count for the second", async () => {
+    // The first post's fan-out reads (and caches) user:a's followers; the second must see the change.
+    const t = await newTenant();
+    const [a, stays, joins, leaves] = await Promise.all([t.user("a"), t.user("stays"), t.user("joins"), t.user("leaves")]);
+    const follow = (token: string, id: string) => http("POST", `/v1/feeds/timeline/${id}/follows`, { token, body: { target: "user:a" } });
+    for (const [token, id] of [[stays, "stays"], [leaves, "leaves"]] as const) expect([200, 201]).toContain((await follow(token, id)).status);
+    const ids = async (token: string, id: string) => ((await read(token, `timeline:${id}`)).body.results ?? []).map((x: any) => x.id);
+    const first = await added(a, "user:a", { verb: "post", object: "o1" });
+    await until("the first post on both timelines", async () => ((await ids(stays, "stays")).includes(first.id) && (await ids(leaves, "leaves")).includes(first.id) ? true : undefined), 10_000);
+    expect([200, 201]).toContain((await follow(joins, "joins")).status);
+    const unfollow = await http("DELETE", "/v1/feeds/timeline/leaves/follows/user/a?keep_history=true", { token: leaves });
+    expect(unfollow.status, JSON.stringify(unfollow.body)).toBe(204);
+    const second = await added(a, "user:a", { verb: "post", object: "o2" });
+    await until("the second post on the timelines that follow", async () => ((await ids(stays, "stays")).includes(second.id) && (await ids(joins, "joins")).includes(second.id) ? true : undefined), 10_000);
+    // The fan-out that reached both followers is done with user:a's followers: none went to the one that left.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await ids(leaves, "leaves")).toEqual([first.id]);
+  });
+
   it("own_reactions come from the engagement service in one call per page", async () => {
     const t = await newTenant();
     const server = await t.server();

@@ -5,6 +5,7 @@ import { followCreated, followDeleted } from "./follow-events.js";
 import type { CountSide, EdgeOutcome, FollowDoc, FollowRepository } from "./follow-repository.js";
 import { STALE_MS, type HistoryEffect, type NewPending, type PendingDoc, type PendingRepository } from "./pending-repository.js";
 import type { HistoryTasks } from "./tasks.js";
+import type { FollowerSets } from "./follower-sets.js";
 
 /** A batch import counts a feed by delta under its lock from this many edges on a side it changes; smaller ones it recounts. */
 const BIG_FEED = 1000;
@@ -17,6 +18,8 @@ export interface FollowWritesDeps {
   tasks: Pick<HistoryTasks, "publish">;
   /** To the notify queue (kit's `publishEvents`). */
   publishEvents: (events: FeedEvent[]) => Promise<void>;
+  /** The fan-out's cached follower sets, invalidated after each edge change. */
+  followerSets: Pick<FollowerSets, "invalidate">;
   log: Logger;
 }
 
@@ -53,6 +56,9 @@ export function createFollowWrites(deps: FollowWritesDeps) {
       }
     };
     const result = await run(fresh);
+    // The fan-out's cached follower sets of the feeds changed. A failure (Redis down) fails the
+    // call and leaves the record: the relay recounts its feeds and invalidates them again.
+    if (happened(result)) await deps.followerSets.invalidate(tenantId, rec.feeds);
     const events = happened(result) ? (p.events ?? []) : [];
     if (p.effect || events.length) {
       try {

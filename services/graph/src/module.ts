@@ -18,6 +18,7 @@ import { createFollowEventConfirm } from "./follow-events.js";
 import { createFeedLocks } from "./feed-locks.js";
 import { createFollowRepository } from "./follow-repository.js";
 import { createFollowWrites } from "./follow-writes.js";
+import { createFollowerSets } from "./follower-sets.js";
 import { createPendingRepository } from "./pending-repository.js";
 import { createRelay } from "./relay.js";
 import { createGraphService } from "./routes.js";
@@ -46,10 +47,11 @@ export async function createGraphModule(deps: {
   const counter = createCounter({ follows, counts, feedLocks: createFeedLocks(locks) });
   const tasks = createHistoryTasks(deps.nats);
   const events = (e: FeedEvent[]) => publishEvents(deps.nats, e);
-  const writes = createFollowWrites({ follows, counts, pending, counter, tasks, publishEvents: events, log: deps.log });
+  const followerSets = createFollowerSets(deps.redis, follows);
+  const writes = createFollowWrites({ follows, counts, pending, counter, tasks, publishEvents: events, followerSets, log: deps.log });
   const worker = createHistoryWorker({ nats: deps.nats, follows, locks, peers: deps.peers, log: deps.log, beats: createWorkerBeats(deps.redis) });
-  const relay = createRelay({ pending, counter, tasks, publishEvents: events, confirm: createFollowEventConfirm(follows), log: deps.log });
-  const impl = createGraphService({ follows, counts, writes });
+  const relay = createRelay({ pending, counter, tasks, followerSets, publishEvents: events, confirm: createFollowEventConfirm(follows), log: deps.log });
+  const impl = createGraphService({ follows, counts, writes, followerSets });
   return {
     name: "graph",
     routes: (router) => router.service(GraphService, impl),

@@ -3,6 +3,7 @@ import type { Counter } from "./counter.js";
 import type { FollowEventConfirm } from "./follow-events.js";
 import { STALE_MS, type PendingRepository } from "./pending-repository.js";
 import type { HistoryTasks } from "./tasks.js";
+import type { FollowerSets } from "./follower-sets.js";
 
 const INTERVAL_MS = 1_000;
 const BATCH = 100;
@@ -10,7 +11,7 @@ const BATCH = 100;
 /**
  * Finishes the edge changes whose writer died or could not publish: every outbox record older
  * than STALE_MS gets its feeds recounted from the edges (unless the writer's counts were
- * written), then its history task and the events the edges confirm (all of them, when the
+ * written) and their cached follower sets invalidated, then its history task and the events the edges confirm (all of them, when the
  * writer confirmed them) published, then goes. Each step is safe to repeat (events keep their
  * ids: a repeat is one notification), so several replicas may run this at once, and safe while
  * the writer still lives: its own count moves happen under the same locks. Recounts go on while
@@ -19,6 +20,7 @@ const BATCH = 100;
 export function createRelay(deps: {
   pending: Pick<PendingRepository, "stale" | "markCounted" | "done">;
   counter: Pick<Counter, "recount">;
+  followerSets: Pick<FollowerSets, "invalidate">;
   tasks: Pick<HistoryTasks, "publish">;
   publishEvents: (events: FeedEvent[]) => Promise<void>;
   confirm: FollowEventConfirm;
@@ -37,6 +39,8 @@ export function createRelay(deps: {
     for (const p of await pending.stale(olderThan, false, BATCH)) {
       try {
         await counter.recount(p.tenant_id, p.feeds);
+        // The writer may have died before invalidating the fan-out's follower sets.
+        await deps.followerSets.invalidate(p.tenant_id, p.feeds);
       } catch (err) {
         log.warn({ err: String(err), pending: p._id }, "outbox recount failed; will retry");
         continue;

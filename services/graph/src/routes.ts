@@ -28,11 +28,13 @@ import {
 } from "./follow-repository.js";
 import type { CountRepository } from "./count-repository.js";
 import type { FollowWrites } from "./follow-writes.js";
+import type { FollowerSets } from "./follower-sets.js";
 
 export interface GraphServiceDeps {
   follows: Pick<FollowRepository, "followsOf" | "followersOf" | "followerFeeds" | "targetsOf" | "edgesFrom" | "followedAmong">;
   counts: Pick<CountRepository, "get" | "followerCounts" | "popular">;
   writes: FollowWrites;
+  followerSets: Pick<FollowerSets, "small">;
 }
 
 /** Internal callers (the fan-out worker) page followers in chunks of up to this many. */
@@ -192,7 +194,7 @@ export function rankSuggestions(input: {
 }
 
 export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof GraphService> {
-  const { follows, counts, writes } = deps;
+  const { follows, counts, writes, followerSets } = deps;
 
   async function suggest(tenant: string, self: FeedKey, limit: number): Promise<RankedSuggestion[]> {
     const own = feedString(self);
@@ -258,6 +260,12 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       if (callerOf(ctx).kind !== "system") throw forbidden("internal callers only");
       const size = req.batchSize > 0 ? req.batchSize : STREAM_BATCH_DEFAULT;
       if (size > MAX_INTERNAL_PAGE) throw validationFailed([{ path: "batch_size", message: `must be between 1 and ${MAX_INTERNAL_PAGE}` }]);
+      // A small follower set comes from its cache (one Redis read); a large one streams from MongoDB.
+      const small = await followerSets.small(tenant, feedString(feed));
+      if (small) {
+        for (let i = 0; i < small.length; i += size) yield { feeds: small.slice(i, i + size) };
+        return;
+      }
       for await (const feeds of follows.followerFeeds(tenant, feedString(feed), size)) yield { feeds };
     },
 

@@ -55,6 +55,7 @@ function setUp(opts: { failPublish?: boolean } = {}) {
       if (opts.failPublish) throw new Error("NATS is down");
       published.push(...events);
     },
+    followerSets: { invalidate: async () => undefined },
     log,
   });
   return { writes, published, records, marked, confirm: createFollowEventConfirm(follows) };

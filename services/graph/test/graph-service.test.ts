@@ -33,6 +33,8 @@ function fakeRepository() {
   };
   const repo: GraphServiceDeps = {
     writes,
+    // No cached follower sets here: every fan-out stream reads the edges (follower-sets.test.ts).
+    followerSets: { small: async () => null },
     counts: { get: async () => null, followerCounts: async () => new Map(), popular: async () => [] },
     follows: {
       followerFeeds: async function* (t, feed, batchSize) {

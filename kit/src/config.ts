@@ -101,8 +101,11 @@ export const configSchema = z.object({
   // How long a route's requests may wait (milliseconds): once 8 of them have been in flight
   // longer, the route has a queue, and its new requests are shed until that clears.
   OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
-  // Requests being served at once, all routes.
-  OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(256),
+  // Requests being served at once, all routes, per gateway process. On a one-process system on
+  // 2 cores, 32 kept bench 13's 150% round at 124% of capacity with every answer within 155 ms;
+  // 64 let waits reach 3 s and 256 9 s (more requests in flight only queue on the database;
+  // test/bench/shed-compare.mjs). A gateway in front of services on other machines may want more.
+  OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(32),
   // Mean event-loop delay over the last quarter second (milliseconds).
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(0),
   // The Retry-After of a shed request (seconds).

@@ -73,6 +73,8 @@ export async function runMixedLoad({
   users = 500,
   follows = 10,
   seedPosts = 1000,
+  // As many as the gateway admits at once (OVERLOAD_MAX_IN_FLIGHT's default): the configured
+  // system's saturation, none of it shed.
   connections = 32,
   capacityS = 8,
   roundS = 10,

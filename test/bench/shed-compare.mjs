@@ -21,6 +21,8 @@ const variants = {
   defaults: {},
   latency500: { OVERLOAD_MAX_LATENCY_MS: "500" },
   inflight64: { ...off, OVERLOAD_MAX_IN_FLIGHT: "64" },
+  inflight256: { ...off, OVERLOAD_MAX_IN_FLIGHT: "256" },
+  inflight32: { ...off, OVERLOAD_MAX_IN_FLIGHT: "32" },
   inflight128: { ...off, OVERLOAD_MAX_IN_FLIGHT: "128" },
   loop50: { ...off, OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "50" },
   loop100: { ...off, OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "100" },
@@ -46,7 +48,7 @@ try {
   for (const name of chosen) {
     system = await startSystem({ env: { ...env, ...variants[name] } });
     const pid = system.processes.at(-1).child.pid;
-    const cap = await runLoad({ url: system.url, mix, mode: "closed", connections: 32, durationS: 8, warmupS: 3 });
+    const cap = await runLoad({ url: system.url, mix, mode: "closed", connections: 64, durationS: 8, warmupS: 3 });
     const meter = cpuMeter([pid]);
     const la = loadavg()[0];
     const r = await runLoad({ url: system.url, mix, mode: "open", rate: 1.5 * cap.rps, durationS: 10 });

@@ -21,11 +21,17 @@ export interface CountSignal {
   read(tenantId: string, count: () => Promise<number>): Promise<{ count: number; version: number }>;
 }
 
+type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
+
 export function createCountSignal(conn: RedisConn, name: "activities" | "users" | "webhook_events"): CountSignal {
   const key = (tenantId: string) => conn.key("cs", name, tenantId);
+  // A defined command runs by its SHA (EVALSHA), not by sending the script's text with each bump.
+  const command = "feedsCountBump";
+  if (!(command in conn.redis)) conn.redis.defineCommand(command, { lua: BUMP });
+  const bump = (conn.redis as unknown as Record<string, Script>)[command]!.bind(conn.redis);
   return {
     async bump(tenantId, added) {
-      await conn.redis.eval(BUMP, 1, key(tenantId), String(added), String(Date.now())).catch(() => undefined);
+      await bump(1, key(tenantId), String(added), String(Date.now())).catch(() => undefined);
     },
     async read(tenantId, count) {
       const k = key(tenantId);

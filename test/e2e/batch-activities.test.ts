@@ -1,18 +1,10 @@
 import { Redis } from "ioredis";
 import { describe, expect, inject, it } from "vitest";
 import { envelope, http, newTenant } from "../support/api.js";
+import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(fn: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error("timed out");
-    await sleep(200);
-  }
-}
 
 describe("batch import of activities", () => {
   it("envelope rules: 400 only for the list itself", async () => {
@@ -51,10 +43,14 @@ describe("batch import of activities", () => {
     expect(one.body.time).toBe(old);
 
     // Fan-out runs normally: the follower's timeline gets both.
-    const timeline = await until(async () => {
-      const r = await http("GET", "/v1/feeds/timeline/reader", { token: server });
-      return r.body.results.length === 2 ? r : undefined;
-    });
+    const timeline = await until(
+      "both activities on the follower's timeline",
+      async () => {
+        const r = await http("GET", "/v1/feeds/timeline/reader", { token: server });
+        return r.body.results.length === 2 ? r : undefined;
+      },
+      15_000,
+    );
     expect(timeline.body.results.map((a: { id: string }) => a.id)).toEqual([fourth!.id, first!.id]);
 
     // No live head keys for batch writes (reads may rebuild heads; check before reading the origin).

@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { FeedsApiError, ServerClient, UserClient } from "@feeds/sdk";
 import { baseUrl, envelope, http, newTenant, type TestTenant } from "../support/api.js";
+import { until } from "../support/until.js";
 
 // Comments and one level of replies through the gateway: oldest-first pages with ties by id,
 // reply_count, edited_at, the author rules, the replies route's 404s, the parent rules, the
@@ -13,15 +14,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 async function setUp(): Promise<{ t: TestTenant; server: string; activity: any }> {
   const t = await newTenant();

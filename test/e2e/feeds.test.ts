@@ -1,6 +1,7 @@
 import { connect } from "nats";
 import { describe, expect, inject, it } from "vitest";
 import { envelope, http, newOperator, newTenant, staffToken, type RawAnswer } from "../support/api.js";
+import { until } from "../support/until.js";
 
 // Activities and feed reads through the gateway: add-activity rules 1–6, read one, patch, soft
 // delete, feed pages, the objects sidecar, actor_user, the change signal and the inspector.
@@ -38,15 +39,6 @@ async function readAll(token: string, feed: string, limit: number) {
   return pages;
 }
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe("add activity", () => {
   it("server token: answers the Activity as given (time unclamped), read one and the feed show it", async () => {

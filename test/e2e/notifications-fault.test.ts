@@ -8,6 +8,7 @@ import { startSystem, type RunningProcess, type RunningSystem } from "../../scri
 import { http, newIp } from "../support/api.js";
 import { testInfra } from "../support/infra.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
+import { until } from "../support/until.js";
 
 // The notification service dies (SIGKILL, in the middle of its work) while follows, reactions
 // and comments stream in; once it is back, every notification is there exactly once. And NATS
@@ -17,15 +18,6 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 describe("notifications survive the notification service dying mid-stream", () => {
   let system: RunningSystem;

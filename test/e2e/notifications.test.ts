@@ -4,6 +4,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, newEvent, publishEvents, eventSubject, type FeedEvent, type Nats } from "@feeds/kit";
 import { envelope, http, newTenant, type RawAnswer, type TestTenant } from "../support/api.js";
+import { until } from "../support/until.js";
 
 // The notification feed through the gateway: who is notified of follows, reactions, comments and
 // replies (never of their own act), the page order and its keyset, exact unseen/unread, marks,
@@ -14,15 +15,6 @@ import { envelope, http, newTenant, type RawAnswer, type TestTenant } from "../s
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 const path = (feed: string) => feed.replace(":", "/");
 const follow = (token: string, source: string, target: string) =>
@@ -56,7 +48,7 @@ const notified = (server: string, owner: string, n: number) =>
   until(`${n} notifications of ${owner}`, async () => {
     const got = await all(server, owner);
     return got.length >= n ? got : undefined;
-  });
+  }, 20_000);
 
 let nats: Nats;
 beforeAll(async () => {
@@ -452,7 +444,7 @@ describe("the change signal", () => {
     const s1 = await until("the signal to move", async () => {
       const s = await signal(alice, "", etag0);
       return s.status === 200 ? s : undefined;
-    });
+    }, 20_000);
     expect(s1.body).toEqual({ unseen: 1, unread: 1, version: expect.any(Number) });
     expect(s1.body.version).toBeGreaterThan(s0.body.version);
     const etag1 = s1.headers.get("etag") ?? "";
@@ -524,7 +516,7 @@ describe("the change signal", () => {
       const s = await until("the signal", async () => {
         const r = await signal(alice);
         return r.body.unseen === 2 ? r : undefined;
-      });
+      }, 20_000);
       // No database behind the answer: what Redis holds is what it says.
       await redis.hset(key(t, "alice"), "unseen", "999");
       expect((await signal(alice)).body).toEqual({ unseen: 999, unread: 2, version: s.body.version });

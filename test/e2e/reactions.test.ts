@@ -4,6 +4,7 @@ import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newTenant, type TestTenant } from "../support/api.js";
+import { until } from "../support/until.js";
 
 // Reactions through the gateway: one per user and kind, exact reaction_counts and version under
 // concurrency on two replicas, removal by kind and by id, keyset lists, deleted activities,
@@ -12,15 +13,6 @@ import { envelope, http, newTenant, type TestTenant } from "../support/api.js";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 /** A tenant, its server token, and an activity by `user:owner` on `user:owner`. */
 async function setUp(): Promise<{ t: TestTenant; server: string; activity: any }> {

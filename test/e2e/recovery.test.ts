@@ -5,21 +5,12 @@ import { startPrivateFerretdb, startPrivateNats, startPrivateRedis, type Private
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newIp } from "../support/api.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
+import { until } from "../support/until.js";
 
 // Dependencies die and come back: readiness names the dead one within seconds, requests that
 // need it fail with INTERNAL, and the system recovers by itself when it returns.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 describe("dependency outages", () => {
   let mongo: PrivateServer;
@@ -74,7 +65,7 @@ describe("dependency outages", () => {
     const down = await until(`readiness to name ${name}`, async () => {
       const r = await ready();
       return r.status === 503 ? r : undefined;
-    });
+    }, 30_000, 200);
     // Each check has its own short timeout: the dead dependency is noticed within seconds.
     expect(Date.now() - started).toBeLessThan(5000);
     expect(down.body.status).toBe("unavailable");
@@ -108,7 +99,7 @@ describe("dependency outages", () => {
     const session = await until("a login", async () => {
       const r = await login();
       return r.status === 200 ? (r.body.token as string) : undefined;
-    });
+    }, 30_000);
     const created = await http("POST", "/admin/tenants", { url: system.url, token: session, body: { name: `after-${name}` } });
     expect(created.status).toBe(201);
     if (writer && posted) {
@@ -116,7 +107,7 @@ describe("dependency outages", () => {
       await until("the activity written while NATS was down on the follower's feed", async () => {
         const r = await http("GET", "/v1/feeds/timeline/reader", { url: system.url, token: writer.server });
         return r.body.results?.some((a: { id: string }) => a.id === id) ? true : undefined;
-      });
+      }, 30_000);
     }
   });
 

@@ -8,22 +8,13 @@ import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newIp, PASSWORD, uniqueEmail } from "../support/api.js";
 import { testInfra } from "../support/infra.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
+import { until } from "../support/until.js";
 
 // Secret rotation and suspension while Redis (the change signal every gateway replica reads) is
 // down: the caller gets the change, or nothing changed. A system of its own on a private Redis
 // that the test stops and starts; MongoDB and NATS are the shared ones.
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(200);
-  }
-}
 
 describe("rotation and suspension when Redis fails", () => {
   let redis: PrivateServer;
@@ -103,7 +94,7 @@ describe("rotation and suspension when Redis fails", () => {
   async function whileRedisIsDown(fn: () => Promise<void>) {
     await redis.stop();
     try {
-      await until("readiness to notice Redis is down", async () => ((await ready()) === 503 ? true : undefined));
+      await until("readiness to notice Redis is down", async () => ((await ready()) === 503 ? true : undefined), 30_000);
       await fn();
     } finally {
       await redis.start();

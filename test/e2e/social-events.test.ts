@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http, newTenant, type TestTenant } from "../support/api.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
+import { until } from "../support/until.js";
 
 // The social half end to end, through the real routes only: follows, reactions, comments and
 // replies made over HTTP notify exactly whom the contract names (never the actor itself), and a
@@ -8,15 +9,6 @@ import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, fn: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 let receiver: Receiver;
 beforeAll(async () => {
@@ -33,7 +25,7 @@ async function notificationsOf(server: string, owner: string): Promise<any[]> {
 }
 
 const drained = () =>
-  until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify")).body.pending === 0 ? true : undefined));
+  until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify")).body.pending === 0 ? true : undefined), 20_000);
 
 async function setUp(t: TestTenant) {
   const server = await t.server();
@@ -66,7 +58,7 @@ describe("social acts over HTTP", () => {
     const toAlice = await until("alice's three notifications", async () => {
       const got = await notificationsOf(server, "alice");
       return got.length >= 3 ? got : undefined;
-    });
+    }, 20_000);
     await drained();
     const actorUser = (id: string) => ({ id, custom: { name: id } });
     expect(await notificationsOf(server, "alice")).toHaveLength(3);

@@ -118,7 +118,7 @@ export function createFanout(deps: FanoutDeps) {
    */
   async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<void> {
     await publishTask(doc, false);
-    await activities.markPublished([doc._id]);
+    await activities.markPublished(doc._id);
   }
 
   /** The activity, from the cache the write path filled, else from MongoDB. */

@@ -89,6 +89,7 @@ describe("queue worker", { timeout: 30_000 }, () => {
       seen.push(Date.now());
       if (m.info.redeliveryCount < 3) return { laterMs: 400.1234567 };
       done();
+      return undefined;
     }).start();
     await publish("later");
     await finished;

@@ -48,6 +48,8 @@ export interface QueueWorker {
 }
 
 const DEFAULT_BACKOFF_MS = [250, 500, 1000, 2000] as const;
+/** How long one pull request waits on the server; also the client's wait between consumer checks after a reconnect. */
+const PULL_EXPIRES_MS = 5_000;
 const jitter = (ms: number) => Math.round(ms * (0.75 + Math.random() * 0.5));
 
 export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
@@ -136,7 +138,11 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         await ensureConsumer();
         const consumer = await nats.js.consumers.get(stream, durable);
         // With heartbeats, a short buffer: a task waiting there for a free slot sends none.
-        messages = await consumer.consume({ max_messages: o.heartbeat ? concurrency : Math.max(concurrency * 2, 16) });
+        // Pulls expire after PULL_EXPIRES_MS (nats.js's default is 30 s). After NATS restarts, the
+        // client checks each consumer before pulling again and, if the check fails (JetStream
+        // still recovering), waits one expiry before the next check: with 30 s, a worker could sit
+        // idle that long after NATS was back.
+        messages = await consumer.consume({ max_messages: o.heartbeat ? concurrency : Math.max(concurrency * 2, 16), expires: PULL_EXPIRES_MS });
         const beat = setInterval(() => {
           alive = Date.now();
           o.beats?.beats.beat(o.beats.worker).catch(() => undefined);

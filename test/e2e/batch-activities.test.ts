@@ -18,6 +18,23 @@ describe("batch import of activities", () => {
     expect((await http("POST", "/v1/batch/activities", { token: await t.user("u"), body: { activities: [{}] } })).status).toBe(403);
   });
 
+  it("feeds read before the import (their heads cached, even as empty) show its activities: origin and followers", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    expect((await http("POST", "/v1/feeds/timeline/early/follows", { token: server, body: { target: "user:writer" } })).status).toBe(201);
+    const ids = async (feed: string) => ((await http("GET", `/v1/feeds/${feed}`, { token: server })).body.results ?? []).map((a: { id: string }) => a.id);
+    // Read twice: the first read caches each feed's head as complete (and empty), the second answers from it.
+    for (let i = 0; i < 2; i++) expect([await ids("timeline/early"), await ids("user/writer")]).toEqual([[], []]);
+    const res = await http("POST", "/v1/batch/activities", {
+      token: server,
+      body: { activities: [{ feed: "user:writer", activity: { actor: "user:writer", verb: "post", object: "note:1" } }] },
+    });
+    expect(res.status).toBe(200);
+    const id = (res.body.results as { id: string }[])[0]!.id;
+    expect(await ids("user/writer")).toEqual([id]);
+    await until("the import on the follower's timeline", async () => ((await ids("timeline/early")).includes(id) ? true : undefined), 10_000);
+  });
+
   it("per-item results, unclamped time, fan-out without head keys, idempotent rerun", async () => {
     const t = await newTenant();
     const server = await t.server();

@@ -80,6 +80,7 @@ export function createFanout(deps: FanoutDeps) {
   const { nats, activities, entries, signals, heads, log } = deps;
   const subject = nats.subject("fanout", "task");
   const intentSubject = nats.subject("fanout_intents", "intent");
+  const intentStream = nats.stream("fanout_intents");
   const intentGraceMs = deps.intentGraceMs ?? INTENT_GRACE_MS;
   const encode = (t: Task | Intent) => new TextEncoder().encode(JSON.stringify(t));
   let relayTimer: NodeJS.Timeout | undefined;
@@ -87,18 +88,29 @@ export function createFanout(deps: FanoutDeps) {
 
   /**
    * Tells JetStream, before the activity is stored, that its fan-out will be owed: if the write
-   * stores it and dies before publishing the task, the intent relay publishes it. False when NATS
-   * does not take it (the write then stores the activity with an outbox mark instead).
+   * stores it and dies before publishing the task, the intent relay publishes it. Answers the
+   * intent's stream sequence (for `forget`), or null when NATS does not take it (the write then
+   * stores the activity with an outbox mark instead).
    */
-  async function intend(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<boolean> {
+  async function intend(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<number | null> {
     const intent: Intent = { t: doc.tenant_id, a: doc._id };
     try {
-      await nats.js.publish(intentSubject, encode(intent), { msgID: `i:${doc._id}` });
-      return true;
+      return (await nats.js.publish(intentSubject, encode(intent), { msgID: `i:${doc._id}` })).seq;
     } catch (err) {
       log.warn({ err: String(err), activity: doc._id }, "fan-out intent not taken; the activity carries an outbox mark");
-      return false;
+      return null;
     }
+  }
+
+  /**
+   * Deletes an intent whose task is published: the relay then never looks at it. Best effort (a
+   * failure leaves the relay to publish the task again, which JetStream drops as a duplicate
+   * unless NATS restarted meanwhile: a second, idempotent fan-out). Not awaited by the write.
+   */
+  function forget(seq: number): void {
+    nats.jsm.streams.deleteMessage(intentStream, seq, false).catch((err: unknown) => {
+      log.debug({ err: String(err), seq }, "fan-out intent left to the relay");
+    });
   }
 
   /** Publishes the activity's fan-out task, deduplicated by id. `originWritten`: the caller stored
@@ -142,7 +154,8 @@ export function createFanout(deps: FanoutDeps) {
     // The write path stored the origin entry already; only a write that died before it lands here.
     if (!task.o) {
       const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-      if (inserted && !doc.batch) {
+      if (inserted && doc.batch) await heads.addExisting(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
+      else if (inserted) {
         await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
         await signals.bump(task.t, [origin]);
       }
@@ -204,9 +217,11 @@ export function createFanout(deps: FanoutDeps) {
       await entries.removeActivity(task.t, task.a);
       return false;
     }
-    // Batch imports fan out without live head keys.
-    if (!doc.batch) {
-      await heads.add(task.t, task.feeds, { id: doc._id, timeMs: doc.time.getTime() });
+    // Batch imports fan out without creating head keys, but the heads that exist take the entry.
+    const entry = { id: doc._id, timeMs: doc.time.getTime() };
+    if (doc.batch) await heads.addExisting(task.t, task.feeds, entry);
+    else {
+      await heads.add(task.t, task.feeds, entry);
       await signals.bump(task.t, task.feeds);
     }
     return true;
@@ -288,6 +303,7 @@ export function createFanout(deps: FanoutDeps) {
 
   return {
     intend,
+    forget,
     publishTask,
     publish,
     startWorker: () => worker.start(),

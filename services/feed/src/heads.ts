@@ -31,6 +31,28 @@ end
 return 1
 `;
 
+// A batch import's entries: added to the heads that exist, and creating none (an import of many
+// activities to many feeds leaves no keys behind); a feed known to be empty (its complete mark
+// alone) loses the mark, so that its next read looks at MongoDB.
+const ADD_EXISTING = `
+local cap = tonumber(ARGV[1])
+local score = ARGV[2]
+local member = ARGV[3]
+for i = 1, #KEYS, 3 do
+  local head, complete = KEYS[i], KEYS[i + 2]
+  if redis.call('EXISTS', head) == 1 then
+    redis.call('ZADD', head, score, member)
+    if redis.call('ZCARD', head) > cap then
+      redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
+      redis.call('DEL', complete)
+    end
+  else
+    redis.call('DEL', complete)
+  end
+end
+return 1
+`;
+
 // The write path's origin feed: ADD for one feed (KEYS 1-3), then its change signal (KEYS[4])
 // moved forward, in one round trip and in that order (a reader woken by the signal finds the head
 // holding the entry), and the activity stored in the activity cache (KEYS[5], activity-cache.ts).
@@ -83,9 +105,11 @@ export function createHeads(conn: RedisConn) {
   redis.defineCommand("feedsHeadAdd", { lua: ADD });
   redis.defineCommand("feedsHeadRebuild", { lua: REBUILD });
   redis.defineCommand("feedsHeadAddBump", { lua: ADD_AND_BUMP });
+  redis.defineCommand("feedsHeadAddExisting", { lua: ADD_EXISTING });
   const add = (redis as unknown as { feedsHeadAdd: Script }).feedsHeadAdd.bind(redis);
   const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
   const addBump = (redis as unknown as { feedsHeadAddBump: Script }).feedsHeadAddBump.bind(redis);
+  const addExisting = (redis as unknown as { feedsHeadAddExisting: Script }).feedsHeadAddExisting.bind(redis);
   const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
   const hits = processMetrics().cacheRequests.labels({ cache: "head", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "head", result: "miss" });
@@ -96,6 +120,13 @@ export function createHeads(conn: RedisConn) {
       for (let i = 0; i < feeds.length; i += 200) {
         const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
         await add(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
+      }
+    },
+    /** A batch import's `add`: only to the heads of `feeds` that exist (see ADD_EXISTING). */
+    async addExisting(tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
+      for (let i = 0; i < feeds.length; i += 200) {
+        const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
+        await addExisting(ks.length, ...ks, String(HEAD_CAP), String(entry.timeMs), entry.id);
       }
     },
     /** `add` of one feed, its signal's bump (signals.ts) and the activity's cache entry, in one call. */

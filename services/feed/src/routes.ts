@@ -196,7 +196,8 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
    */
   async function complete(doc: ActivityDoc): Promise<{ doc: ActivityDoc; created: boolean }> {
     const { tenant_id: tenantId, _id: activityId, origin_feed: origin, time } = doc;
-    const intended = await fanout.intend(doc);
+    const intent = await fanout.intend(doc);
+    const intended = intent !== null;
     const mine: ActivityDoc = { ...doc };
     if (intended) delete mine.fanout_pending;
     else mine.fanout_pending = true;
@@ -221,15 +222,19 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     // The head, signal and cache first, then (in the same tick, so usually behind them) the
     // publish: it needs the origin entry only, and the worker reads the activity from the cache.
     // Only the write that stored it publishes, and only after its intent: a marked activity is
-    // the outbox relay's to publish (NATS did not answer a moment ago).
+    // the outbox relay's to publish (NATS did not answer a moment ago). Once the task is out, the
+    // intent is deleted, so the intent relay does not publish it a second time.
     const cached = stored.batch
-      ? cache.putMany([stored])
+      ? Promise.all([cache.putMany([stored]), heads.addExisting(tenantId, [origin], { id: activityId, timeMs: time.getTime() })])
       : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
     const published =
       created && intended
-        ? fanout.publishTask(mine, true).catch((err: unknown) => {
-            log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the intent relay");
-          })
+        ? fanout.publishTask(mine, true).then(
+            () => fanout.forget(intent),
+            (err: unknown) => {
+              log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the intent relay");
+            },
+          )
         : undefined;
     await Promise.all([cached, published]);
     return { doc: stored, created };
@@ -359,7 +364,9 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         tenantId,
         docs.map((d) => ({ feed: source, activity_id: d._id, time: d.time, origin: target })),
       );
-      if (copied) {
+      // Also when every entry was there already: a batch import's fan-out writes entries without
+      // touching heads, so the source's head may not show them yet.
+      if (docs.length) {
         await heads.invalidate(tenantId, source);
         await signals.bump(tenantId, [source]);
       }

@@ -164,8 +164,16 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
     const finished = await stored(false);
     // Died before its insert: the client had an error, and nothing is owed.
     const never = await stored(false, false);
-    for (const d of [orphan, finished, never]) expect(await fanout.intend(d)).toBe(true);
+    const seqs = new Map<string, number | null>();
+    for (const d of [orphan, finished, never]) seqs.set(d._id, await fanout.intend(d));
+    expect([...seqs.values()].every((seq) => typeof seq === "number")).toBe(true);
     await fanout.publishTask(finished, true);
+    // The write that published its task deletes its intent: the relay never sees it.
+    fanout.forget(seqs.get(finished._id) as number);
+    const intents = nats.stream("fanout_intents");
+    await until("the finished write's intent deleted", async () =>
+      (await nats.jsm.streams.getMessage(intents, { seq: seqs.get(finished._id) as number }).then(() => undefined, () => true)));
+    expect(await nats.jsm.streams.getMessage(intents, { seq: seqs.get(orphan._id) as number })).toBeTruthy();
     await fanout.startRelay(60_000);
     await until("the orphan's task published", async () => ((await tasks()).includes(orphan._id) ? true : undefined));
     // The relay has looked at all three (same grace); give it a moment more to publish anything else.

@@ -154,11 +154,7 @@ export function createFanout(deps: FanoutDeps) {
     // The write path stored the origin entry already; only a write that died before it lands here.
     if (!task.o) {
       const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-      if (inserted && doc.batch) await heads.addExisting(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
-      else if (inserted) {
-        await heads.add(task.t, [origin], { id: doc._id, timeMs: doc.time.getTime() });
-        await signals.bump(task.t, [origin]);
-      }
+      if (inserted) await showIn(task.t, [origin], doc);
     }
     const [group, id] = splitFeed(origin);
     // One pass over the followers. A chunk's message id is derived from its content, so a task
@@ -200,6 +196,17 @@ export function createFanout(deps: FanoutDeps) {
     }
   }
 
+  /**
+   * After `doc`'s entries in `feeds` are written: their heads take it and their signals move. A
+   * batch import creates no head keys and moves no signal; the heads that exist take it still.
+   */
+  async function showIn(tenantId: string, feeds: string[], doc: ActivityDoc): Promise<void> {
+    const entry = { id: doc._id, timeMs: doc.time.getTime() };
+    if (doc.batch) return heads.addExisting(tenantId, feeds, entry);
+    await heads.add(tenantId, feeds, entry);
+    await signals.bump(tenantId, feeds);
+  }
+
   /** Writes a chunk's entries; false when the activity is gone (nothing is left written). */
   async function runChunk(task: ChunkTask, known?: ActivityDoc): Promise<boolean> {
     const doc = known ?? (await activities.get(task.t, task.a));
@@ -217,13 +224,7 @@ export function createFanout(deps: FanoutDeps) {
       await entries.removeActivity(task.t, task.a);
       return false;
     }
-    // Batch imports fan out without creating head keys, but the heads that exist take the entry.
-    const entry = { id: doc._id, timeMs: doc.time.getTime() };
-    if (doc.batch) await heads.addExisting(task.t, task.feeds, entry);
-    else {
-      await heads.add(task.t, task.feeds, entry);
-      await signals.bump(task.t, task.feeds);
-    }
+    await showIn(task.t, task.feeds, doc);
     return true;
   }
 
@@ -236,7 +237,7 @@ export function createFanout(deps: FanoutDeps) {
   }
 
   async function runSharedChunk(task: ChunkTask): Promise<void> {
-    // The write path's cache spares MongoDB a read per chunk; the check after the write is MongoDB's.
+    // The write path's cache spares MongoDB a read per chunk (MongoDB when the cache has no answer).
     const doc = await activityOf(task.t, task.a);
     if (!doc || !(await runChunk(task, doc)) || doc.batch) return;
     await deps.lag?.chunkWritten(task.t, task.a, doc.created_at, digest(task.feeds));

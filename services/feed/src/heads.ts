@@ -11,44 +11,40 @@ import { PUT_ONE, type CacheEntry } from "./activity-cache.js";
 export const HEAD_CAP = 101;
 const TTL_SECONDS = 3600;
 
-const ADD = `
-local cap = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
-local score = ARGV[3]
-local member = ARGV[4]
-for i = 1, #KEYS, 3 do
-  local head, partial, complete = KEYS[i], KEYS[i + 1], KEYS[i + 2]
-  if redis.call('EXISTS', head) == 0 then
-    redis.call('SET', partial, '1', 'EX', ttl)
-  end
+/** Lua: the head's entry added, the head trimmed to `cap` (a trimmed head no longer holds the
+ * whole feed); `addOne` also creates a missing head, marked partial. Shared by the scripts below. */
+const ADD_ONE = `
+local function addCapped(head, complete, cap, score, member)
   redis.call('ZADD', head, score, member)
   if redis.call('ZCARD', head) > cap then
     redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
     redis.call('DEL', complete)
   end
+end
+local function addOne(head, partial, complete, cap, ttl, score, member)
+  if redis.call('EXISTS', head) == 0 then
+    redis.call('SET', partial, '1', 'EX', ttl)
+  end
+  addCapped(head, complete, cap, score, member)
   redis.call('EXPIRE', head, ttl)
 end
+`;
+
+// KEYS: (head, partial, complete) per feed; ARGV: cap, ttl, score, member (also ADD_EXISTING's).
+const ADD = `${ADD_ONE}
+local cap, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+for i = 1, #KEYS, 3 do addOne(KEYS[i], KEYS[i + 1], KEYS[i + 2], cap, ttl, ARGV[3], ARGV[4]) end
 return 1
 `;
 
 // A batch import's entries: added to the heads that exist, and creating none (an import of many
 // activities to many feeds leaves no keys behind); a feed known to be empty (its complete mark
 // alone) loses the mark, so that its next read looks at MongoDB.
-const ADD_EXISTING = `
+const ADD_EXISTING = `${ADD_ONE}
 local cap = tonumber(ARGV[1])
-local score = ARGV[2]
-local member = ARGV[3]
 for i = 1, #KEYS, 3 do
-  local head, complete = KEYS[i], KEYS[i + 2]
-  if redis.call('EXISTS', head) == 1 then
-    redis.call('ZADD', head, score, member)
-    if redis.call('ZCARD', head) > cap then
-      redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
-      redis.call('DEL', complete)
-    end
-  else
-    redis.call('DEL', complete)
-  end
+  if redis.call('EXISTS', KEYS[i]) == 1 then addCapped(KEYS[i], KEYS[i + 2], cap, ARGV[3], ARGV[4])
+  else redis.call('DEL', KEYS[i + 2]) end
 end
 return 1
 `;
@@ -56,19 +52,8 @@ return 1
 // The write path's origin feed: ADD for one feed (KEYS 1-3), then its change signal (KEYS[4])
 // moved forward, in one round trip and in that order (a reader woken by the signal finds the head
 // holding the entry), and the activity stored in the activity cache (KEYS[5], activity-cache.ts).
-const ADD_AND_BUMP = `${BUMP_ONE}${PUT_ONE}
-local head, partial, complete = KEYS[1], KEYS[2], KEYS[3]
-local cap = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
-if redis.call('EXISTS', head) == 0 then
-  redis.call('SET', partial, '1', 'EX', ttl)
-end
-redis.call('ZADD', head, ARGV[3], ARGV[4])
-if redis.call('ZCARD', head) > cap then
-  redis.call('ZREMRANGEBYRANK', head, 0, -(cap + 1))
-  redis.call('DEL', complete)
-end
-redis.call('EXPIRE', head, ttl)
+const ADD_AND_BUMP = `${ADD_ONE}${BUMP_ONE}${PUT_ONE}
+addOne(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4])
 bump(KEYS[4], tonumber(ARGV[5]))
 put(KEYS[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
@@ -111,24 +96,21 @@ export function createHeads(conn: RedisConn) {
   const addBump = (redis as unknown as { feedsHeadAddBump: Script }).feedsHeadAddBump.bind(redis);
   const addExisting = (redis as unknown as { feedsHeadAddExisting: Script }).feedsHeadAddExisting.bind(redis);
   const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
+  /** `script` (ADD or ADD_EXISTING) over `feeds`, 200 feeds a call. */
+  async function perBatch(script: Script, tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
+    for (let i = 0; i < feeds.length; i += 200) {
+      const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
+      await script(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
+    }
+  }
   const hits = processMetrics().cacheRequests.labels({ cache: "head", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "head", result: "miss" });
 
   return {
     /** Adds one activity to the heads of `feeds` (live writes only; batch imports write none). */
-    async add(tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
-      for (let i = 0; i < feeds.length; i += 200) {
-        const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
-        await add(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);
-      }
-    },
+    add: (tenantId: string, feeds: string[], entry: HeadEntry) => perBatch(add, tenantId, feeds, entry),
     /** A batch import's `add`: only to the heads of `feeds` that exist (see ADD_EXISTING). */
-    async addExisting(tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
-      for (let i = 0; i < feeds.length; i += 200) {
-        const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
-        await addExisting(ks.length, ...ks, String(HEAD_CAP), String(entry.timeMs), entry.id);
-      }
-    },
+    addExisting: (tenantId: string, feeds: string[], entry: HeadEntry) => perBatch(addExisting, tenantId, feeds, entry),
     /** `add` of one feed, its signal's bump (signals.ts) and the activity's cache entry, in one call. */
     async addAndBump(tenantId: string, feed: string, entry: HeadEntry, cached: CacheEntry): Promise<void> {
       const ks = [...keys(tenantId, feed), signalKey(conn, tenantId, feed), cached.key];
@@ -167,9 +149,8 @@ export function createHeads(conn: RedisConn) {
         return null;
       }
       hits.inc();
-      const flat = range;
       const entries: HeadEntry[] = [];
-      for (let i = 0; i < flat.length; i += 2) entries.push({ id: flat[i] as string, timeMs: Number(flat[i + 1]) });
+      for (let i = 0; i < range.length; i += 2) entries.push({ id: range[i] as string, timeMs: Number(range[i + 1]) });
       return { entries, complete: isComplete === 1 };
     },
     /** Merges the newest entries read from MongoDB; `whole` when they are the entire feed. */

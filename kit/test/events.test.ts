@@ -1,39 +1,24 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, createEventOutbox, createLogger, decodeEvent, ensureQueue, eventSubject, newEvent, type FeedEvent, type Nats } from "../src/index.js";
+import { createEventOutbox, decodeEvent, eventSubject, newEvent, type FeedEvent } from "../src/index.js";
+import { createTestEnv } from "../src/testing.js";
 
 // The event outbox against real MongoDB-wire storage and NATS JetStream, in a namespace of its
 // own: what a write publishes, and what the relay finishes for a writer that died.
 
-const mongoUrl = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
-const natsUrl = process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 
 describe("event outbox", { timeout: 30_000 }, () => {
-  const ns = `kit_events_${randomBytes(4).toString("hex")}`;
-  const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let nats: Nats;
+  const env = createTestEnv("kit_events", { db: true, nats: { queues: ["notify"] } });
   const happened = new Set<string>();
   const outbox = () =>
-    createEventOutbox({ db, nats, log, collection: "test_outbox", confirm: async (e) => happened.has(String(e.data.thing)) });
+    createEventOutbox({ db: env.db, nats: env.nats, log: env.log, collection: "test_outbox", confirm: async (e) => happened.has(String(e.data.thing)) });
 
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(ns);
-    nats = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "test");
-    await ensureQueue(nats, "notify");
-  });
-  afterAll(async () => {
-    for (const s of [nats.stream("notify"), nats.stream("notify_dlq")]) await nats.jsm.streams.delete(s).catch(() => undefined);
-    await nats?.close();
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   /** Every event on the queue so far, in order (read without consuming: a direct get by sequence). */
   async function published(): Promise<FeedEvent[]> {
+    const { nats } = env;
     const info = await nats.jsm.streams.info(nats.stream("notify"));
     const out: FeedEvent[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
@@ -43,7 +28,7 @@ describe("event outbox", { timeout: 30_000 }, () => {
     return out;
   }
   const ids = async () => (await published()).map((e) => e.id);
-  const records = () => db.collection("test_outbox").countDocuments();
+  const records = () => env.db.collection("test_outbox").countDocuments();
   const event = (thing: string) => newEvent("reaction.added", "t1", { thing });
 
   it("publishes the events of a write and keeps no record; a failed or declined write publishes nothing", async () => {
@@ -67,7 +52,7 @@ describe("event outbox", { timeout: 30_000 }, () => {
     const unconfirmed = event("e");
     happened.add("d");
     // What a writer that died between recording and publishing leaves behind.
-    await db.collection("test_outbox").insertOne({ _id: randomUUID() as never, tenant_id: "t1", events: [confirmed, unconfirmed], written: false, at: new Date(Date.now() - 5000) });
+    await env.db.collection("test_outbox").insertOne({ _id: randomUUID() as never, tenant_id: "t1", events: [confirmed, unconfirmed], written: false, at: new Date(Date.now() - 5000) });
     expect(await o.relayOnce()).toBe(1);
     expect(await o.relayOnce()).toBe(0);
     const now = await ids();
@@ -78,9 +63,9 @@ describe("event outbox", { timeout: 30_000 }, () => {
 
   it("a record younger than the stale age is left to its writer", async () => {
     const o = outbox();
-    await db.collection("test_outbox").insertOne({ _id: randomUUID() as never, tenant_id: "t1", events: [event("f")], written: true, at: new Date() });
+    await env.db.collection("test_outbox").insertOne({ _id: randomUUID() as never, tenant_id: "t1", events: [event("f")], written: true, at: new Date() });
     expect(await o.relayOnce()).toBe(0);
     expect(await records()).toBe(1);
-    await db.collection("test_outbox").deleteMany({});
+    await env.db.collection("test_outbox").deleteMany({});
   });
 });

@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocks, isCode } from "../src/index.js";
+import { createTestEnv } from "../src/testing.js";
 
 // The lease lock against real MongoDB-wire storage (FEEDS_TEST_MONGO_URL, default the local
 // FerretDB), in a database of its own that is dropped afterwards.
 
-const url = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
 interface LockRow {
   _id: string;
   holder: string;
@@ -16,21 +15,14 @@ interface LockRow {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("lease lock", { timeout: 20_000 }, () => {
-  const mongo = new MongoClient(url, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(`kit_lock_${randomBytes(4).toString("hex")}`);
-  });
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  const env = createTestEnv("kit_lock", { db: true });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   const newKey = () => `k-${randomBytes(4).toString("hex")}`;
 
   it("keeps the lock for a holder that runs past its lease: a second holder waits for it", async () => {
-    const locks = createLocks(db, "locks_renew");
+    const locks = createLocks(env.db, "locks_renew");
     const key = newKey();
     const leaseMs = 1_000;
     const events: string[] = [];
@@ -60,7 +52,7 @@ describe("lease lock", { timeout: 20_000 }, () => {
   });
 
   it("tells a holder whose lease expired and was taken over that it lost the lock", async () => {
-    const locks = createLocks(db, "locks_fence");
+    const locks = createLocks(env.db, "locks_fence");
     const key = newKey();
     const leaseMs = 3_000;
     let secondIn!: () => void;
@@ -74,7 +66,7 @@ describe("lease lock", { timeout: 20_000 }, () => {
         const before = await lease.stillHeld();
         // A stalled process: its lease runs out in storage before it could renew, and the next
         // holder takes over.
-        await db.collection<LockRow>("locks_fence").updateOne({ _id: key }, { $set: { until: new Date(Date.now() - 1) } });
+        await env.db.collection<LockRow>("locks_fence").updateOne({ _id: key }, { $set: { until: new Date(Date.now() - 1) } });
         second = locks.withLock(
           key,
           async () => {
@@ -98,7 +90,7 @@ describe("lease lock", { timeout: 20_000 }, () => {
     );
     expect(seen).toEqual({ before: true, after: false, fenced: "INTERNAL", aborted: true });
     // The first holder's release leaves the second holder's lock alone.
-    const stored = await db.collection<LockRow>("locks_fence").findOne({ _id: key });
+    const stored = await env.db.collection<LockRow>("locks_fence").findOne({ _id: key });
     expect(stored).not.toBeNull();
     const third = await Promise.race([
       locks.withLock(key, async () => "third", { leaseMs, waitMs: 300 }).catch((e: unknown) => (isCode(e, "INTERNAL") ? "refused" : String(e))),
@@ -110,13 +102,13 @@ describe("lease lock", { timeout: 20_000 }, () => {
   });
 
   it("releases once: nothing is left behind, and a later holder gets it at once", async () => {
-    const locks = createLocks(db, "locks_release");
+    const locks = createLocks(env.db, "locks_release");
     const key = newKey();
     const leaseMs = 1_000;
     await locks.withLock(key, () => sleep(leaseMs), { leaseMs });
     // A renewal in flight at release time must not write the lease back afterwards.
     await sleep(leaseMs);
-    expect(await db.collection<LockRow>("locks_release").countDocuments({ _id: key })).toBe(0);
+    expect(await env.db.collection<LockRow>("locks_release").countDocuments({ _id: key })).toBe(0);
     const started = Date.now();
     await locks.withLock(key, async () => undefined, { leaseMs, waitMs: 100 });
     expect(Date.now() - started).toBeLessThan(leaseMs);

@@ -1,36 +1,29 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, createLogger, createQueueWorker, ensureQueue, type Nats, type QueueWorker } from "../src/index.js";
+import { connectNats, createQueueWorker, type Nats, type QueueWorker } from "../src/index.js";
+import { createTestEnv } from "../src/testing.js";
 
 // The queue worker against real NATS JetStream, in a namespace of its own: a short ack wait finds
 // a dead worker's task within about that wait, and heartbeats keep a long task that still runs
 // from being delivered twice.
 
-const natsUrl = process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ACK_WAIT_MS = 1000;
 
 describe("queue worker", { timeout: 30_000 }, () => {
-  const ns = `kit_queue_${randomBytes(4).toString("hex")}`;
-  let nats: Nats;
+  const env = createTestEnv("kit_queue", { nats: { queues: ["fanout"] } });
   const workers: QueueWorker[] = [];
   /** A worker on its own subject of the fanout queue (work-queue consumers may not overlap). */
   const worker = (subject: string, handle: Parameters<typeof createQueueWorker>[0]["handle"], o: { nats?: Nats; ackWaitMs?: number } = {}) => {
-    const w = createQueueWorker({ nats: o.nats ?? nats, log, queue: "fanout", durable: subject, subject, handle, heartbeat: true, ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS });
+    const w = createQueueWorker({ nats: o.nats ?? env.nats, log: env.log, queue: "fanout", durable: subject, subject, handle, heartbeat: true, ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS });
     workers.push(w);
     return w;
   };
-  const publish = (subject: string) => nats.js.publish(nats.subject("fanout", subject), new TextEncoder().encode("{}"));
+  const publish = (subject: string) => env.nats.js.publish(env.nats.subject("fanout", subject), new TextEncoder().encode("{}"));
 
-  beforeAll(async () => {
-    nats = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "test");
-    await ensureQueue(nats, "fanout");
-  });
+  beforeAll(env.open);
   afterAll(async () => {
     for (const w of workers) await w.stop().catch(() => undefined);
-    for (const s of [nats.stream("fanout"), nats.stream("fanout_dlq")]) await nats.jsm.streams.delete(s).catch(() => undefined);
-    await nats?.close();
+    await env.close();
   });
 
   it("a task running three times the ack wait sends heartbeats and is delivered once", async () => {
@@ -49,7 +42,7 @@ describe("queue worker", { timeout: 30_000 }, () => {
   });
 
   it("the task of a worker that died mid-task runs elsewhere within about the ack wait", async () => {
-    const dying = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "dying");
+    const dying = await connectNats(env.config, "dying");
     let began!: () => void;
     const running = new Promise<void>((r) => (began = r));
     const a = worker(
@@ -77,6 +70,7 @@ describe("queue worker", { timeout: 30_000 }, () => {
     await old.start();
     await old.stop();
     await worker("upgrade", async () => undefined).start();
+    const { nats } = env;
     const info = await nats.jsm.consumers.info(nats.stream("fanout"), `${nats.stream("fanout")}_upgrade`);
     expect(info.config.ack_wait).toBe(ACK_WAIT_MS * 1_000_000);
   });

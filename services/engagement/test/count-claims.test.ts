@@ -1,7 +1,7 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Lease } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createCountClaims, CLAIM_TTL_MS } from "../src/count-claims.js";
 import { createReactionRepository, reactionKey } from "../src/reaction-repository.js";
 import { createRecounts } from "../src/recounts.js";
@@ -10,7 +10,6 @@ import { createRecounts } from "../src/recounts.js";
 // relay (or dead), by the relay too: against real MongoDB-wire storage, the version moves once
 // per change whoever counts it first, and never for a change that did not happen.
 
-const mongoUrl = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
 const T = "tenant-1";
 const lease = { assertHeld: async () => undefined } as unknown as Lease;
 
@@ -22,23 +21,14 @@ interface SetCounts {
 }
 
 describe("count claims", { timeout: 30_000 }, () => {
-  const ns = `engagement_claims_${randomBytes(4).toString("hex")}`;
-  const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(ns);
-  });
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  const env = createTestEnv("engagement_claims", { db: true });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   /** Recounts over real records and claims; the feed's SetReactionCounts recorded, its version rule applied. */
   function setup() {
-    const reactions = createReactionRepository(db);
-    const claims = createCountClaims(db);
+    const reactions = createReactionRepository(env.db);
+    const claims = createCountClaims(env.db);
     const calls: SetCounts[] = [];
     let stored: Record<string, number> = {};
     let version = 1;

@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocks } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createCountedWrites } from "../src/counted-writes.js";
 import { createKeyLocks } from "../src/key-locks.js";
 import { createMarkRepository, type MarkDoc } from "../src/mark-repository.js";
@@ -10,26 +9,18 @@ import { createMarkRepository, type MarkDoc } from "../src/mark-repository.js";
 // in memory and a count that takes a while between reading and storing: two "replicas" (two
 // key-lock instances, each with its own in-process queue, on one lock collection) write at once.
 
-const mongoUrl = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("counted writes", { timeout: 60_000 }, () => {
-  const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(`engagement_counted_${randomBytes(4).toString("hex")}`);
-  });
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  const env = createTestEnv("engagement_counted", { db: true });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   it("the stored count equals the records after concurrent writes through two replicas; no mark is left", async () => {
-    const marks = createMarkRepository(db);
+    const marks = createMarkRepository(env.db);
     const replica = () =>
       createCountedWrites({
-        locks: createKeyLocks(createLocks(db, "engagement_locks")),
+        locks: createKeyLocks(createLocks(env.db, "engagement_locks")),
         marks,
         recounts: { reactions: async () => undefined, replies: async () => undefined },
       });
@@ -57,15 +48,15 @@ describe("counted writes", { timeout: 60_000 }, () => {
       expect(records).toHaveLength(30);
       expect(stored, `round ${round}`).toBe(30);
     }
-    for (let i = 0; i < 50 && (await db.collection("engagement_marks").countDocuments()) > 0; i++) await sleep(50);
-    expect(await db.collection("engagement_marks").countDocuments()).toBe(0);
+    for (let i = 0; i < 50 && (await env.db.collection("engagement_marks").countDocuments()) > 0; i++) await sleep(50);
+    expect(await env.db.collection("engagement_marks").countDocuments()).toBe(0);
   });
 
   it("a count that fails leaves a mark for the relay; a write that writes nothing leaves none", async () => {
-    const marks = createMarkRepository(db);
-    await db.collection("engagement_marks").deleteMany({});
+    const marks = createMarkRepository(env.db);
+    await env.db.collection("engagement_marks").deleteMany({});
     const counted = createCountedWrites({
-      locks: createKeyLocks(createLocks(db, "engagement_locks")),
+      locks: createKeyLocks(createLocks(env.db, "engagement_locks")),
       marks,
       recounts: { reactions: async () => undefined, replies: async () => undefined },
     });
@@ -80,7 +71,7 @@ describe("counted writes", { timeout: 60_000 }, () => {
       }),
     ).rejects.toThrow("count failed");
     await sleep(100);
-    const left = (await db.collection<MarkDoc>("engagement_marks").find({}).toArray()).map((m) => m.target);
+    const left = (await env.db.collection<MarkDoc>("engagement_marks").find({}).toArray()).map((m) => m.target);
     expect(left).toContain("failing");
     expect(left).not.toContain("quiet");
   });

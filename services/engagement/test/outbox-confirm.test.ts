@@ -1,7 +1,7 @@
-import { randomBytes, randomUUID } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, createEventOutbox, createLogger, decodeEvent, ensureQueue, eventSubject, type FeedEvent, type Nats } from "@feeds/kit";
+import { createEventOutbox, decodeEvent, eventSubject, type FeedEvent } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createCommentRepository, type CommentDoc } from "../src/comment-repository.js";
 import { commentEvent, createConfirm, reactionEvent } from "../src/events.js";
 import { createReactionRepository, reactionKey, type ReactionDoc } from "../src/reaction-repository.js";
@@ -10,31 +10,15 @@ import { createReactionRepository, reactionKey, type ReactionDoc } from "../src/
 // namespace of its own: for a writer that died between recording its events and publishing
 // them, the relay publishes exactly the events whose write took effect (the confirm path).
 
-const mongoUrl = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
-const natsUrl = process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const T = "tenant-1";
 
 describe("engagement outbox confirm", { timeout: 30_000 }, () => {
-  const ns = `engagement_confirm_${randomBytes(4).toString("hex")}`;
-  const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let nats: Nats;
-
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(ns);
-    nats = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "test");
-    await ensureQueue(nats, "notify");
-  });
-  afterAll(async () => {
-    for (const s of [nats.stream("notify"), nats.stream("notify_dlq")]) await nats.jsm.streams.delete(s).catch(() => undefined);
-    await nats?.close();
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  const env = createTestEnv("engagement_confirm", { db: true, nats: { queues: ["notify"] } });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   async function published(): Promise<string[]> {
+    const { nats } = env;
     const info = await nats.jsm.streams.info(nats.stream("notify"));
     const out: string[] = [];
     for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
@@ -67,6 +51,7 @@ describe("engagement outbox confirm", { timeout: 30_000 }, () => {
   });
 
   it("publishes a dead writer's events whose write happened and drops the others; recounts the activities of reaction records", async () => {
+    const { db, nats, log } = env;
     const reactions = createReactionRepository(db);
     const comments = createCommentRepository(db);
     const recounted: string[] = [];

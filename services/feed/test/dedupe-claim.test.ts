@@ -1,22 +1,16 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  connectNats,
-  connectRedis,
   createCountSignal,
   createLocks,
-  createLogger,
   createInternalAuth,
   createLocalTransport,
-  ensureQueue,
   fromRpcError,
   scope,
   toTimestamp,
-  type Nats,
-  type RedisConn,
 } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { FeedService, type Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import { createActivityRepository, type ActivityDoc, type ActivityRepository } from "../src/activity-repository.js";
 import { createEntryRepository, type EntryRepository } from "../src/entry-repository.js";
@@ -32,32 +26,18 @@ import { createActivityEvents, createFeedOutbox } from "../src/events.js";
 // router transport. The interleavings a plain race almost never hits are made here on purpose:
 // the activity insert and the origin-entry write of a chosen writer can be held or failed.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `feed_dedupe_${randomBytes(4).toString("hex")}`;
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-
 /** Hooks the next activity insert / entry write runs before reaching storage (each used once). */
 const hooks: { insert: Array<(doc: ActivityDoc) => Promise<void>>; entries: Array<() => Promise<void>> } = { insert: [], entries: [] };
 
 describe("dedupe claim: the first writer's body wins and its origin entry exists", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let redis: RedisConn;
-  let nats: Nats;
+  const env = createTestEnv("feed_dedupe", { db: true, redis: true, nats: { queues: ["fanout"] } });
   let activities: ActivityRepository;
   let entries: EntryRepository;
   let client: Client<typeof FeedService>;
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "dedupe-test");
-    await ensureQueue(nats, "fanout");
+    await env.open();
+    const { db, redis, nats, log } = env;
     const real = createActivityRepository(db);
     const realEntries = createEntryRepository(db);
     activities = {
@@ -90,21 +70,7 @@ describe("dedupe claim: the first writer's body wins and its origin entry exists
     client = createClient(FeedService, transport);
   });
 
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    if (nats) {
-      for await (const s of nats.jsm.streams.list()) {
-        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-      }
-      await nats.close();
-    }
-  });
+  afterAll(env.close);
 
   const tenant = () => `t-${randomBytes(4).toString("hex")}`;
   const post = (tenantId: string, side: "a" | "b", foreignId: string, time: Date) =>

@@ -1,20 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectNats,
-  connectRedis,
-  createCountSignal,
-  createInternalAuth,
-  createLocalTransport,
-  createLocks,
-  createLogger,
-  ensureQueue,
-  scope,
-  type Nats,
-  type RedisConn,
-} from "@feeds/kit";
+import { createCountSignal, createInternalAuth, createLocalTransport, createLocks, scope } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createActivityRepository } from "../src/activity-repository.js";
 import { createEntryRepository } from "../src/entry-repository.js";
@@ -28,30 +16,15 @@ import { createActivityEvents, createFeedOutbox } from "../src/events.js";
 // The feed's change signal is answered from Redis alone once the feed's head is warm: the
 // service's MongoDB client monitors its commands, and a warm signal call issues none.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `feed_signal_${randomBytes(4).toString("hex")}`;
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-
 describe("feed signal", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000, monitorCommands: true });
   const commands: string[] = [];
-  mongo.on("commandStarted", (e) => commands.push(e.commandName));
-  let db: Db;
-  let redis: RedisConn;
-  let nats: Nats;
+  const env = createTestEnv("feed_signal", { db: { onCommand: (e) => commands.push(e.commandName) }, redis: true, nats: { queues: ["fanout"] } });
   let client: Client<typeof FeedService>;
   const call = scope({ tenantId: "t1", caller: { kind: "server" } });
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "signal-test");
-    await ensureQueue(nats, "fanout");
+    await env.open();
+    const { db, redis, nats, log } = env;
     const activities = createActivityRepository(db);
     const entries = createEntryRepository(db);
     const [signals, heads, cache] = [createSignals(redis), createHeads(redis), createActivityCache(redis)];
@@ -67,21 +40,7 @@ describe("feed signal", () => {
     client = createClient(FeedService, createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(randomBytes(32))));
   });
 
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    if (nats) {
-      for await (const s of nats.jsm.streams.list()) {
-        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-      }
-      await nats.close();
-    }
-  });
+  afterAll(env.close);
 
   const add = (feed: string, object: string) =>
     client.addActivity({ feed: { group: "user", id: feed }, activity: { actor: "system:x", verb: "post", object, customJson: "{}", refs: [] } }, call);

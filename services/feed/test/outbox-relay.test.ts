@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, connectRedis, createLogger, ensureQueue, type Nats, type RedisConn } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createActivityRepository, type ActivityDoc, type ActivityRepository } from "../src/activity-repository.js";
 import { createEntryRepository } from "../src/entry-repository.js";
 import { createActivityCache } from "../src/activity-cache.js";
@@ -20,20 +19,10 @@ import { createActivityEvents } from "../src/events.js";
 //   relay publishes it; a process dying between that publish and the mark's clear leaves it to the
 //   next relay, which must not send a second task.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `feed_outbox_${randomBytes(4).toString("hex")}`;
-const log = createLogger({ LOG_LEVEL: (process.env.TEST_LOG_LEVEL ?? "silent") as "silent" }, "test");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("fan-out outbox: a crash at any point of an add still fans out, once", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let redis: RedisConn;
-  let nats: Nats;
+  const env = createTestEnv("feed_outbox", { db: true, redis: true, nats: { queues: ["fanout", "fanout_intents"] } });
   let activities: ActivityRepository;
   const stops: Array<() => Promise<void>> = [];
 
@@ -43,15 +32,15 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
       throw new Error("no peer is called: no worker runs");
     };
     const fanout = createFanout({
-      nats,
+      nats: env.nats,
       activities: repo,
-      entries: createEntryRepository(db),
-      signals: createSignals(redis),
-      heads: createHeads(redis),
-      cache: createActivityCache(redis),
+      entries: createEntryRepository(env.db),
+      signals: createSignals(env.redis),
+      heads: createHeads(env.redis),
+      cache: createActivityCache(env.redis),
       peers,
       events: createActivityEvents({ peers }),
-      log,
+      log: env.log,
       ...(intentGraceMs !== undefined ? { intentGraceMs } : {}),
     });
     if (!dies) stops.push(() => fanout.stop());
@@ -60,11 +49,11 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
 
   /** Activity tasks in the work queue, by activity id. */
   async function tasks(): Promise<string[]> {
-    const stream = nats.stream("fanout");
-    const { state } = await nats.jsm.streams.info(stream);
+    const stream = env.nats.stream("fanout");
+    const { state } = await env.nats.jsm.streams.info(stream);
     const out: string[] = [];
     for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
-      const m = await nats.jsm.streams.getMessage(stream, { seq }).catch(() => null);
+      const m = await env.nats.jsm.streams.getMessage(stream, { seq }).catch(() => null);
       if (m) out.push((JSON.parse(new TextDecoder().decode(m.data)) as { a: string }).a);
     }
     return out.sort();
@@ -111,31 +100,14 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
   }
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "outbox-test");
-    await ensureQueue(nats, "fanout");
-    await ensureQueue(nats, "fanout_intents");
-    activities = createActivityRepository(db);
+    await env.open();
+    activities = createActivityRepository(env.db);
     await activities.ensureIndexes();
   });
 
   afterAll(async () => {
     for (const stop of stops) await stop();
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    if (nats) {
-      for await (const s of nats.jsm.streams.list()) {
-        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-      }
-      await nats.close();
-    }
+    await env.close();
   });
 
   it("died before the publish, and after it before the mark was cleared: the next process's relay sends each task once", { timeout: 30_000 }, async () => {
@@ -170,10 +142,10 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
     await fanout.publishTask(finished, true);
     // The write that published its task deletes its intent: the relay never sees it.
     fanout.forget(seqs.get(finished._id) as number);
-    const intents = nats.stream("fanout_intents");
+    const intents = env.nats.stream("fanout_intents");
     await until("the finished write's intent deleted", async () =>
-      (await nats.jsm.streams.getMessage(intents, { seq: seqs.get(finished._id) as number }).then(() => undefined, () => true)));
-    expect(await nats.jsm.streams.getMessage(intents, { seq: seqs.get(orphan._id) as number })).toBeTruthy();
+      (await env.nats.jsm.streams.getMessage(intents, { seq: seqs.get(finished._id) as number }).then(() => undefined, () => true)));
+    expect(await env.nats.jsm.streams.getMessage(intents, { seq: seqs.get(orphan._id) as number })).toBeTruthy();
     await fanout.startRelay(60_000);
     await until("the orphan's task published", async () => ((await tasks()).includes(orphan._id) ? true : undefined));
     // The relay has looked at all three (same grace); give it a moment more to publish anything else.

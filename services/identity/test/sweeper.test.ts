@@ -1,18 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectNats,
-  connectRedis,
-  createLogger,
-  createInternalAuth,
-  createLocalTransport,
-  fromRpcError,
-  sha256,
-  type Nats,
-  type RedisConn,
-} from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, fromRpcError, sha256 } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { OperatorService } from "@feeds/proto/feeds/identity/v1/identity";
 import { createOperatorRepository, type OperatorDoc, type SessionDoc } from "../src/operator-repository.js";
 import { createIdentityModule } from "../src/module.js";
@@ -21,41 +11,18 @@ import { createSweeper } from "../src/sweeper.js";
 // Housekeeping of operator sessions and invites (FerretDB v1 has no TTL index), against real
 // MongoDB-wire storage (FerretDB here) in a database of its own dropped afterwards.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `identity_sweep_${randomBytes(4).toString("hex")}`;
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const HOUR = 3600_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("sweeping expired sessions and spent or expired invites", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let redis: RedisConn;
-  // The module's user.updated outbox needs a connection; nothing here publishes on it.
-  let nats: Nats;
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "sweeper-test");
-  });
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    await nats?.close();
-  });
+  // The module's user.updated outbox needs a NATS connection; nothing here publishes on it.
+  const env = createTestEnv("identity_sweep", { db: true, redis: true, nats: true });
+  const { log } = env;
+  beforeAll(env.open);
+  afterAll(env.close);
 
-  const sessions = () => db.collection<SessionDoc>("operator_sessions");
-  const operators = () => db.collection<OperatorDoc>("operators");
+  const sessions = () => env.db.collection<SessionDoc>("operator_sessions");
+  const operators = () => env.db.collection<OperatorDoc>("operators");
   const session = (label: string, expiresInMs: number): SessionDoc => ({
     _id: sha256(`${label}-${randomBytes(4).toString("hex")}`),
     operator_id: "op_x",
@@ -84,7 +51,7 @@ describe("sweeping expired sessions and spent or expired invites", () => {
   });
 
   it("one sweep removes expired sessions, spent invite tokens and expired invites, in batches, and keeps the live ones", async () => {
-    const repo = createOperatorRepository(db);
+    const repo = createOperatorRepository(env.db);
     await repo.ensureIndexes();
     const expired = Array.from({ length: 5 }, (_, i) => session(`expired-${i}`, -HOUR));
     const live = session("live", HOUR);
@@ -113,11 +80,12 @@ describe("sweeping expired sessions and spent or expired invites", () => {
   });
 
   it("a spent invite's token still fails acceptance after the sweep", async () => {
-    const repo = createOperatorRepository(db);
+    const repo = createOperatorRepository(env.db);
     const token = randomBytes(16).toString("hex");
     const used = operator("spent", { token_hash: sha256(token), expires_at: new Date(Date.now() + HOUR), accepted_at: new Date() }, "hash");
     await operators().insertOne(used);
     await createSweeper({ operators: repo, log }).sweepOnce();
+    const { db, redis, nats } = env;
     const module = await createIdentityModule({ db, redis, nats, sessionTtlSeconds: 60, log });
     const client = createClient(
       OperatorService,
@@ -131,6 +99,7 @@ describe("sweeping expired sessions and spent or expired invites", () => {
   });
 
   it("the identity module sweeps on its own once started, at the interval it was given", { timeout: 15_000 }, async () => {
+    const { db, redis, nats } = env;
     const module = await createIdentityModule({ db, redis, nats, sessionTtlSeconds: 60, log, sweep: { intervalMs: 100 } });
     const expired = session("module-expired", -HOUR);
     await sessions().insertOne(expired);

@@ -1,9 +1,9 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, connectRedis, createLogger, ensureQueue, newEvent, type Nats, type RedisConn } from "@feeds/kit";
+import { newEvent } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createDeliveryWorker } from "../src/webhooks/delivery-worker.js";
 import { createDestinationRepository } from "../src/webhooks/destination-repository.js";
 import { createPost } from "../src/webhooks/post.js";
@@ -15,29 +15,16 @@ import { createRecordRepository } from "../src/webhooks/record-repository.js";
 // leaves 2 for a live one, which gets its whole burst long before the dead one's first attempt
 // is cut off. Real MongoDB-wire storage, Redis and NATS JetStream, a namespace of its own.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `webhook_slots_${randomBytes(4).toString("hex")}`;
 const ATTEMPT_MS = 3000;
 
 describe("per-destination attempt slots", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let redis: RedisConn;
-  let nats: Nats;
+  const env = createTestEnv("webhook_slots", { db: true, redis: true, nats: { queues: ["webhooks"] } });
   let server: Server;
   const sockets = new Set<Socket>();
   const live: number[] = [];
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "webhook-slots-test");
-    await ensureQueue(nats, "webhooks");
+    await env.open();
     server = createServer((req, res) => {
       req.resume();
       // /dead never answers; /live answers at once.
@@ -50,22 +37,11 @@ describe("per-destination attempt slots", () => {
   afterAll(async () => {
     for (const s of sockets) s.destroy();
     server?.close();
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    if (nats) {
-      for await (const s of nats.jsm.streams.list()) {
-        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-      }
-      await nats.close();
-    }
+    await env.close();
   });
 
   it("a burst to a destination that never answers leaves the live destination its attempts", { timeout: 30_000 }, async () => {
+    const { db, redis, nats } = env;
     const destinations = createDestinationRepository(db, redis);
     const records = createRecordRepository(db, redis);
     const port = (server.address() as AddressInfo).port;
@@ -76,7 +52,7 @@ describe("per-destination attempt slots", () => {
     const post = createPost({ allowPrivate: true, timeoutMs: ATTEMPT_MS });
     const worker = createDeliveryWorker({
       nats,
-      log: createLogger({ LOG_LEVEL: "silent" }, "test"),
+      log: env.log,
       destinations,
       records,
       post,

@@ -1,22 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectNats,
-  connectRedis,
-  createInternalAuth,
-  createLocalTransport,
-  createLogger,
-  ensureQueue,
-  newEvent,
-  publishEvents,
-  scope,
-  type Clients,
-  type FeedEvent,
-  type Nats,
-  type RedisConn,
-} from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, newEvent, publishEvents, scope, type Clients, type FeedEvent } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { createNotifications } from "../src/notifications/index.js";
 import { createNotifyWorker } from "../src/worker.js";
@@ -24,10 +10,6 @@ import { createNotifyWorker } from "../src/worker.js";
 // The notifications handler inside the real notify worker, against real MongoDB-wire storage,
 // NATS JetStream and Redis in a namespace of its own; identity is a stand-in that counts calls.
 
-const mongoUrl = process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/";
-const natsUrl = process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
-const redisUrl = process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => Promise<boolean> | boolean, timeoutMs = 20_000) {
@@ -39,11 +21,8 @@ async function until(what: string, ok: () => Promise<boolean> | boolean, timeout
 }
 
 describe("notifications in the notify worker", { timeout: 60_000 }, () => {
-  const ns = `notify_test_${randomBytes(4).toString("hex")}`;
-  const mongo = new MongoClient(mongoUrl, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let nats: Nats;
-  let redis: RedisConn;
+  const env = createTestEnv("notify_test", { db: true, redis: true, nats: { queues: ["notify"] } });
+  const { log } = env;
   const getUsersCalls: string[][] = [];
   const peers = () =>
     ({
@@ -55,22 +34,8 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
       },
     }) as unknown as Pick<Clients, "users">;
 
-  beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(ns);
-    nats = await connectNats({ NATS_URL: natsUrl, FEEDS_NAMESPACE: ns }, "test");
-    redis = await connectRedis({ REDIS_URL: redisUrl, FEEDS_NAMESPACE: ns });
-    await ensureQueue(nats, "notify");
-  });
-  afterAll(async () => {
-    for (const s of [nats.stream("notify"), nats.stream("notify_dlq")]) await nats.jsm.streams.delete(s).catch(() => undefined);
-    await nats?.close();
-    const keys = await redis.redis.keys(`${ns}:*`);
-    if (keys.length) await redis.redis.del(...keys);
-    await redis?.close();
-    await db?.dropDatabase();
-    await mongo.close();
-  });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   const reaction = (tenant: string, owner: string, by: string, at = new Date()): FeedEvent =>
     newEvent("reaction.added", tenant, { id: randomUUID(), activity_id: randomUUID(), user_id: by, kind: "like", created_at: at.toISOString() }, {
@@ -79,6 +44,7 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
     });
 
   it("a handler failing after the notification was written gets the event redelivered: the notification exists once, the counts stay exact", async () => {
+    const { db, redis, nats } = env;
     const notifications = await createNotifications({ db, redis, peers, log });
     const deliveries = new Map<string, number>();
     // Another handler (webhooks, say) that fails the first delivery of every event.
@@ -108,6 +74,7 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
   });
 
   it("a page's actor_user comes from one identity call for all its actors (one per page; an empty page makes none)", async () => {
+    const { db, redis, nats } = env;
     const notifications = await createNotifications({ db, redis, peers, log });
     const worker = createNotifyWorker({ nats, log, handlers: [notifications.handler] });
     await worker.start();

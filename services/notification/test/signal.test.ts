@@ -1,7 +1,6 @@
-import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, createLogger, type RedisConn } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createNotificationSignal } from "../src/notifications/signal.js";
 import { COUNTS_MAX_AGE_MS, INTENT_MS } from "../src/notifications/signal-scripts.js";
 import type { Counts } from "../src/notifications/notification-repository.js";
@@ -9,8 +8,6 @@ import type { Counts } from "../src/notifications/notification-repository.js";
 // The notification signal's races against real Redis, with MongoDB's counts played by
 // functions the test holds back: a count taken before a change must never be the one that stays.
 
-const redisUrl = process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const noDatabase = async (): Promise<Counts> => {
   throw new Error("the signal asked the database");
@@ -24,19 +21,13 @@ function heldCount(c: Counts) {
 }
 
 describe("the notification signal", () => {
-  const ns = `notify_signal_${randomBytes(4).toString("hex")}`;
-  let redis: RedisConn;
-  beforeAll(async () => {
-    redis = await connectRedis({ REDIS_URL: redisUrl, FEEDS_NAMESPACE: ns });
-  });
-  afterAll(async () => {
-    const keys = await redis.redis.keys(`${ns}:*`);
-    if (keys.length) await redis.redis.del(...keys);
-    await redis?.close();
-  });
+  const env = createTestEnv("notify_signal", { redis: true });
+  const { log } = env;
+  beforeAll(env.open);
+  afterAll(env.close);
 
   it("a reader's rebuild counted before a change does not overwrite the change's counts", async () => {
-    const signal = createNotificationSignal({ redis, log });
+    const signal = createNotificationSignal({ redis: env.redis, log });
     const stale = heldCount({ unseen: 0, unread: 0 });
     const reading = signal.read("t", "a", stale.count);
     await sleep(50);
@@ -47,7 +38,7 @@ describe("the notification signal", () => {
   });
 
   it("a writer whose count comes late does not overwrite a later writer's counts", async () => {
-    const signal = createNotificationSignal({ redis, log });
+    const signal = createNotificationSignal({ redis: env.redis, log });
     const slow = heldCount({ unseen: 1, unread: 1 });
     const first = signal.changeAndCount("t", "b", async () => undefined, slow.count);
     await sleep(50);
@@ -59,7 +50,7 @@ describe("the notification signal", () => {
   });
 
   it("a burst of changes for one owner is recounted a few times, not once each, and ends with the last counts", async () => {
-    const signal = createNotificationSignal({ redis, log });
+    const signal = createNotificationSignal({ redis: env.redis, log });
     await signal.read("t", "d", async () => ({ unseen: 0, unread: 0 }));
     let stored = 0;
     let counted = 0;
@@ -81,7 +72,7 @@ describe("the notification signal", () => {
   });
 
   it("every change moves the version forward, a failed write too; reads in between keep it", async () => {
-    const signal = createNotificationSignal({ redis, log });
+    const signal = createNotificationSignal({ redis: env.redis, log });
     const v0 = (await signal.read("t", "c", async () => ({ unseen: 0, unread: 0 }))).version;
     expect((await signal.read("t", "c", noDatabase)).version).toBe(v0);
     await signal.changeAndCount("t", "c", async () => undefined, async () => ({ unseen: 1, unread: 0 }));
@@ -97,7 +88,7 @@ describe("the notification signal", () => {
   });
 
   it("the page's counts are those of now: while a change is in flight they come from the database, then from Redis again", async () => {
-    const signal = createNotificationSignal({ redis, log });
+    const signal = createNotificationSignal({ redis: env.redis, log });
     let stored = 1;
     const database = async (): Promise<Counts> => ({ unseen: stored, unread: stored });
     expect(await signal.current("t", "e", database)).toEqual({ unseen: 1, unread: 1 });
@@ -120,19 +111,19 @@ describe("the notification signal", () => {
 
   it("a Redis that fails leaves the page's counts to the database", async () => {
     // The client as it is, but its signal script fails (as when Redis is down).
-    const failing = Object.assign(Object.create(redis.redis) as Redis, { feedsNotifyPeek: () => Promise.reject(new Error("down")) });
-    const signal = createNotificationSignal({ redis: { ...redis, redis: failing }, log });
+    const failing = Object.assign(Object.create(env.redis.redis) as Redis, { feedsNotifyPeek: () => Promise.reject(new Error("down")) });
+    const signal = createNotificationSignal({ redis: { ...env.redis, redis: failing }, log });
     expect(await signal.current("t", "f", async () => ({ unseen: 3, unread: 4 }))).toEqual({ unseen: 3, unread: 4 });
   });
 
   it("counts filled before a dead writer's takeover are counted again after it; old counts are counted again", async () => {
     let now = Date.now();
-    const signal = createNotificationSignal({ redis, log, now: () => now });
+    const signal = createNotificationSignal({ redis: env.redis, log, now: () => now });
     let stored = 0;
     const database = async (): Promise<Counts> => ({ unseen: stored, unread: stored });
     await signal.read("t", "g", database);
     // A writer that registered its intent, then stalled past its deadline (its write still to land).
-    await redis.redis.zadd(redis.key("nsig-w", "t", "g"), now + INTENT_MS, "slow-writer");
+    await env.redis.redis.zadd(env.redis.key("nsig-w", "t", "g"), now + INTENT_MS, "slow-writer");
     now += INTENT_MS + 1;
     expect(await signal.current("t", "g", database)).toEqual({ unseen: 0, unread: 0 }); // taken for dead, recounted
     stored++; // its write lands after the takeover's recount, and it never finishes
@@ -142,7 +133,7 @@ describe("the notification signal", () => {
     expect(await signal.current("t", "g", database)).toEqual({ unseen: 1, unread: 1 });
     expect(await signal.current("t", "g", noDatabase)).toEqual({ unseen: 1, unread: 1 });
     // Counts gone wrong some other way (here: doctored) are counted again once old.
-    await redis.redis.hset(redis.key("nsig", "t", "g"), "unseen", "9");
+    await env.redis.redis.hset(env.redis.key("nsig", "t", "g"), "unseen", "9");
     expect(await signal.current("t", "g", noDatabase)).toEqual({ unseen: 9, unread: 1 });
     now += COUNTS_MAX_AGE_MS + 1;
     expect(await signal.current("t", "g", database)).toEqual({ unseen: 1, unread: 1 });

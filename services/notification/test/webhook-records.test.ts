@@ -1,7 +1,8 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
+import type { CommandStartedEvent } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, connectRedis, ensureQueue, newEvent, type Nats, type RedisConn } from "@feeds/kit";
+import { newEvent } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { createDestinationRepository, type DestinationRepository } from "../src/webhooks/destination-repository.js";
 import { createRecordRepository, type RecordKey, type RecordRepository } from "../src/webhooks/record-repository.js";
 import { createWebhookPublisher, DELIVERY_SUBJECT, recordIdOf, type DeliveryTask } from "../src/webhooks/publisher.js";
@@ -10,49 +11,20 @@ import { createWebhookPublisher, DELIVERY_SUBJECT, recordIdOf, type DeliveryTask
 // signal, on real MongoDB-wire storage (FerretDB here), Redis and NATS JetStream, in a namespace
 // of their own dropped afterwards.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-  nats: process.env.FEEDS_TEST_NATS_URL ?? "nats://127.0.0.1:4222",
-};
-const namespace = `webhook_records_${randomBytes(4).toString("hex")}`;
-
 describe("webhook records", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000, monitorCommands: true });
   const commands: CommandStartedEvent[] = [];
-  mongo.on("commandStarted", (c) => commands.push(c));
-  let db: Db;
-  let redis: RedisConn;
-  let nats: Nats;
+  const env = createTestEnv("webhook_records", { db: { onCommand: (c) => commands.push(c) }, redis: true, nats: { queues: ["webhooks"] } });
   let destinations: DestinationRepository;
   let records: RecordRepository;
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
-    nats = await connectNats({ NATS_URL: urls.nats, FEEDS_NAMESPACE: namespace }, "webhook-records-test");
-    await ensureQueue(nats, "webhooks");
-    destinations = createDestinationRepository(db, redis);
-    records = createRecordRepository(db, redis);
+    await env.open();
+    destinations = createDestinationRepository(env.db, env.redis);
+    records = createRecordRepository(env.db, env.redis);
     await Promise.all([destinations.ensureIndexes(), records.ensureIndexes()]);
   });
 
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-    if (nats) {
-      for await (const s of nats.jsm.streams.list()) {
-        if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-      }
-      await nats.close();
-    }
-  });
+  afterAll(env.close);
 
   const destination = (tenantId: string, events: string[] = []) => ({
     _id: crypto.randomUUID(),
@@ -65,7 +37,7 @@ describe("webhook records", () => {
 
   /** Every task published from now on (a core subscription sees those JetStream drops as duplicates too). */
   function watchTasks() {
-    const sub = nats.nc.subscribe(nats.subject("webhooks", DELIVERY_SUBJECT));
+    const sub = env.nats.nc.subscribe(env.nats.subject("webhooks", DELIVERY_SUBJECT));
     const seen: DeliveryTask[] = [];
     void (async () => {
       for await (const m of sub) seen.push(JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask);
@@ -73,7 +45,7 @@ describe("webhook records", () => {
     return {
       seen,
       async stop() {
-        await nats.nc.flush();
+        await env.nats.nc.flush();
         sub.unsubscribe();
       },
     };
@@ -95,7 +67,7 @@ describe("webhook records", () => {
     const failed = destination(tenant);
     const filtered = destination(tenant, ["user.updated"]);
     for (const d of [a, b, failed, filtered]) await destinations.create(d);
-    const publish = createWebhookPublisher({ nats, destinations, records });
+    const publish = createWebhookPublisher({ nats: env.nats, destinations, records });
     const event = newEvent("activity.added", tenant, { id: "x" }, { meta: { secret: "routing" } });
 
     const first = watchTasks();
@@ -159,7 +131,7 @@ describe("webhook records", () => {
     await write();
     const s = await records.signal(tenant);
     expect(s.count).toBe(2);
-    await redis.redis.del(redis.key("cs", "webhook_events", tenant));
+    await env.redis.redis.del(env.redis.key("cs", "webhook_events", tenant));
     const rebuilt = await records.signal(tenant);
     expect(rebuilt.count).toBe(2);
     expect(rebuilt.version).toBeGreaterThanOrEqual(s.version);

@@ -1,18 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client, type ConnectRouter } from "@connectrpc/connect";
-import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectRedis,
-  createLogger,
-  createInternalAuth,
-  createLocalTransport,
-  fromRpcError,
-  tenantVersionKey,
-  unseal,
-  type RedisConn,
-  type Sealed,
-} from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, fromRpcError, tenantVersionKey, unseal, type Sealed } from "@feeds/kit";
+import { createTestEnv } from "@feeds/kit/testing";
 import { TenancyService, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenancyModule } from "../src/module.js";
 import { createTenantRepository } from "../src/tenant-repository.js";
@@ -24,13 +14,7 @@ import { createTenancyService } from "../src/routes.js";
 // (FerretDB here) and real Redis, in a namespace of their own removed afterwards; the Redis
 // client handed to the service fails its writes on cue, as a Redis that went down would.
 
-const urls = {
-  mongo: process.env.FEEDS_TEST_MONGO_URL ?? "mongodb://127.0.0.1:27017/",
-  redis: process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-};
-const namespace = `tenancy_cc_${randomBytes(4).toString("hex")}`;
 const masterKey = randomBytes(32);
-const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 
 interface TenantRow {
   _id: string;
@@ -40,23 +24,21 @@ interface TenantRow {
 }
 
 describe("credential changes when Redis fails", () => {
-  const mongo = new MongoClient(urls.mongo, { serverSelectionTimeoutMS: 5_000 });
-  let db: Db;
-  let redis: RedisConn;
+  const env = createTestEnv("tenancy_cc", { db: true, redis: true });
+  const { log } = env;
   /** When Redis writes fail: never, always (down), or once the tenant's row differs from `original`. */
   let redisFails: "never" | "always" | "after the write" = "never";
   let original: TenantRow | null = null;
   let client: Client<typeof TenancyService>;
 
-  const row = (id: string) => db.collection<TenantRow>("tenants").findOne({ _id: id });
+  const row = (id: string) => env.db.collection<TenantRow>("tenants").findOne({ _id: id });
   const secretOf = (r: TenantRow | null) => (r ? unseal(masterKey, r.secret, `tenant:${r._id}`) : null);
   const transportOf = (routes: (router: ConnectRouter) => void) =>
     createLocalTransport(routes, log, createInternalAuth(randomBytes(32)));
 
   beforeAll(async () => {
-    await mongo.connect();
-    db = mongo.db(namespace);
-    redis = await connectRedis({ REDIS_URL: urls.redis, FEEDS_NAMESPACE: namespace });
+    await env.open();
+    const { db, redis } = env;
     const real = redis.redis;
     const failing = async () => {
       if (redisFails === "always") return true;
@@ -80,15 +62,7 @@ describe("credential changes when Redis fails", () => {
     client = createClient(TenancyService, transportOf((router) => module.routes(router)));
   });
 
-  afterAll(async () => {
-    await db?.dropDatabase();
-    await mongo.close();
-    if (redis) {
-      const keys = await redis.redis.keys(`${namespace}:*`);
-      if (keys.length) await redis.redis.del(...keys);
-      await redis.close();
-    }
-  });
+  afterAll(env.close);
 
   async function newTenant() {
     redisFails = "never";
@@ -129,6 +103,7 @@ describe("credential changes when Redis fails", () => {
 
   it("Redis up: rotation answers the new secret, stores it, and moves the version stamp", async () => {
     const t = await newTenant();
+    const { redis } = env;
     const stamp = await redis.redis.get(tenantVersionKey(redis, t.apiKey));
     const res = await client.rotateSecret({ id: t.id });
     expect(res.apiSecret).not.toBe(t.secret);
@@ -138,7 +113,7 @@ describe("credential changes when Redis fails", () => {
 
   it("a rotation that can be neither signalled nor undone answers the secret it stored", async () => {
     const t = await newTenant();
-    const tenants = createTenantRepository(db);
+    const tenants = createTenantRepository(env.db);
     const changes = createCredentialChanges({
       tenants: { ...tenants, undo: () => Promise.reject(new Error("storage went away too")) },
       signalChange: async () => {

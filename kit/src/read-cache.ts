@@ -24,12 +24,26 @@ end
 return 1
 `;
 
+/** One id's cached state (`ReadCache.lookup`). */
+export type Lookup<T> =
+  /** Cached: its record, or undefined when it is cached as absent. */
+  | { hit: true; value: T | undefined }
+  /** Not cached: `fill` stores what the caller reads after this lookup (undefined: absent), under
+   * the same generation check as `read`'s fill; it never throws. */
+  | { hit: false; fill(value: T | undefined): Promise<void> };
+
 export interface ReadCache<T> {
   /**
    * The records of `ids` (absent ones missing from the map): cached ones from Redis, the rest
    * from `load`, which then fills the cache. Ids that `load` does not answer are cached as absent.
    */
   read(tenantId: string, ids: string[], load: (ids: string[]) => Promise<Map<string, T>>): Promise<Map<string, T>>;
+  /**
+   * One id without a loader, for a caller that reads the database its own way (a stream): its
+   * cached state, or a miss with the fill to call once the caller has read it all. Redis failing
+   * answers a miss whose fill does nothing.
+   */
+  lookup(tenantId: string, id: string): Promise<Lookup<T>>;
   /** After a write of these ids: readers see the database again. Throws when Redis fails. */
   invalidate(tenantId: string, ids: string[]): Promise<void>;
 }
@@ -70,6 +84,15 @@ export function createReadCache<T>(
   const hits = processMetrics().cacheRequests.labels({ cache: name, result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: name, result: "miss" });
 
+  /** Stores each value (undefined: absent) while its generation is still the one seen before the
+   * database read; a Redis failure is ignored (the next reader reads the database). */
+  async function store(tenantId: string, fills: { id: string; seen: string; value: T | undefined }[]): Promise<void> {
+    const keys = fills.map((f) => valueKey(tenantId, f.id));
+    const genKeys = fills.map((f) => genKey(tenantId, f.id));
+    const values = fills.map((f) => JSON.stringify(f.value === undefined ? {} : { v: codec.encode(f.value) }));
+    await fill(keys.length * 2, ...keys, ...genKeys, String(opts.ttlSeconds), ...fills.map((f) => f.seen), ...values).catch(() => undefined);
+  }
+
   return {
     async read(tenantId, ids, load) {
       const unique = [...new Set(ids)];
@@ -103,20 +126,32 @@ export function createReadCache<T>(
       misses.inc(missing.length);
       if (missing.length === 0) return out;
       const loaded = await load(missing.map((i) => unique[i] as string));
-      const keys: string[] = [];
-      const seen: string[] = [];
-      const values: string[] = [];
-      for (const i of missing) {
+      const fills = missing.map((i) => {
         const id = unique[i] as string;
         const v = loaded.get(id);
         if (v !== undefined) out.set(id, v);
-        keys.push(valueKey(tenantId, id));
-        seen.push(gens[i] ?? "");
-        values.push(JSON.stringify(v === undefined ? {} : { v: codec.encode(v) }));
-      }
-      const genKeys = missing.map((i) => genKey(tenantId, unique[i] as string));
-      await fill(keys.length * 2, ...keys, ...genKeys, String(opts.ttlSeconds), ...seen, ...values).catch(() => undefined);
+        return { id, seen: gens[i] ?? "", value: v };
+      });
+      await store(tenantId, fills);
       return out;
+    },
+
+    async lookup(tenantId, id) {
+      let raw: string | null;
+      let gen: string | null;
+      try {
+        [raw, gen] = await Promise.all([redis.get(valueKey(tenantId, id)), redis.get(genKey(tenantId, id))]);
+      } catch {
+        misses.inc();
+        return { hit: false, fill: async () => undefined };
+      }
+      if (raw === null) {
+        misses.inc();
+        return { hit: false, fill: (value) => store(tenantId, [{ id, seen: gen ?? "", value }]) };
+      }
+      hits.inc();
+      const entry = JSON.parse(raw) as { v?: unknown };
+      return { hit: true, value: "v" in entry ? codec.decode(entry.v) : undefined };
     },
 
     async invalidate(tenantId, ids) {

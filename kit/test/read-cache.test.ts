@@ -1,24 +1,16 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, createReadCache, dateFieldsCodec, type RedisConn } from "../src/index.js";
+import { connectRedis, createReadCache, dateFieldsCodec } from "../src/index.js";
+import { createTestEnv } from "../src/testing.js";
 
 // The read cache against the real Redis (FEEDS_TEST_REDIS_URL, default the local one), in a
 // namespace of its own that is deleted afterwards.
 
-const url = process.env.FEEDS_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
-const namespace = `kit_rc_${randomBytes(4).toString("hex")}`;
 const codec = { encode: (v: string) => v, decode: (v: unknown) => v as string };
 
 describe("read cache", () => {
-  let conn: RedisConn;
-  beforeAll(async () => {
-    conn = await connectRedis({ REDIS_URL: url, FEEDS_NAMESPACE: namespace });
-  });
-  afterAll(async () => {
-    const keys = await conn.redis.keys(`${namespace}:*`);
-    if (keys.length) await conn.redis.del(...keys);
-    await conn.close();
-  });
+  const env = createTestEnv("kit_rc", { redis: true });
+  beforeAll(env.open);
+  afterAll(env.close);
 
   /** A store whose loads are counted, and can be paused between reading and answering. */
   function store(initial: Record<string, string>) {
@@ -46,7 +38,7 @@ describe("read cache", () => {
   }
 
   it("loads misses once, then answers from Redis; absent ids are cached as absent", async () => {
-    const cache = createReadCache(conn, "t1", codec, { ttlSeconds: 60 });
+    const cache = createReadCache(env.redis, "t1", codec, { ttlSeconds: 60 });
     const s = store({ a: "A", b: "B" });
     expect(await cache.read("ten", ["a", "b", "x", "a"], s.load)).toEqual(new Map([["a", "A"], ["b", "B"]]));
     expect(await cache.read("ten", ["a", "b", "x"], s.load)).toEqual(new Map([["a", "A"], ["b", "B"]]));
@@ -57,7 +49,7 @@ describe("read cache", () => {
   });
 
   it("a write's invalidation shows the new value on the next read", async () => {
-    const cache = createReadCache(conn, "t2", codec, { ttlSeconds: 60 });
+    const cache = createReadCache(env.redis, "t2", codec, { ttlSeconds: 60 });
     const s = store({ a: "A1" });
     await cache.read("ten", ["a"], s.load);
     s.data.set("a", "A2");
@@ -69,7 +61,7 @@ describe("read cache", () => {
   });
 
   it("a reader that read the store before a write does not cache what it read", async () => {
-    const cache = createReadCache(conn, "t3", codec, { ttlSeconds: 60 });
+    const cache = createReadCache(env.redis, "t3", codec, { ttlSeconds: 60 });
     const s = store({ a: "old" });
     const release = s.pause();
     const slowRead = cache.read("ten", ["a"], s.load); // reads "old", then waits
@@ -83,12 +75,35 @@ describe("read cache", () => {
     expect(s.loads).toHaveLength(2);
   });
 
+  it("lookup: a miss's fill stores the value (or absence) unless a write came between lookup and fill", async () => {
+    const cache = createReadCache(env.redis, "t5", codec, { ttlSeconds: 60 });
+    const miss = await cache.lookup("ten", "a");
+    expect(miss.hit).toBe(false);
+    if (!miss.hit) await miss.fill("A");
+    expect(await cache.lookup("ten", "a")).toEqual({ hit: true, value: "A" });
+    const none = await cache.lookup("ten", "gone");
+    if (!none.hit) await none.fill(undefined);
+    expect(await cache.lookup("ten", "gone")).toEqual({ hit: true, value: undefined });
+    // A write between the lookup and the fill: the fill is refused, the next lookup misses.
+    const raced = await cache.lookup("ten", "b");
+    await cache.invalidate("ten", ["b"]);
+    if (!raced.hit) await raced.fill("stale");
+    expect((await cache.lookup("ten", "b")).hit).toBe(false);
+    // read() sees what lookup's fill stored, without loading.
+    const s = store({});
+    expect(await cache.read("ten", ["a", "gone"], s.load)).toEqual(new Map([["a", "A"]]));
+    expect(s.loads).toEqual([]);
+  });
+
   it("falls back to the store when Redis does not answer", async () => {
-    const broken = await connectRedis({ REDIS_URL: url, FEEDS_NAMESPACE: namespace });
+    const broken = await connectRedis(env.config);
     const cache = createReadCache(broken, "t4", codec, { ttlSeconds: 60 });
     broken.redis.disconnect();
     const s = store({ a: "A" });
     expect(await cache.read("ten", ["a"], s.load)).toEqual(new Map([["a", "A"]]));
+    const miss = await cache.lookup("ten", "a");
+    expect(miss.hit).toBe(false);
+    if (!miss.hit) await miss.fill("A"); // does nothing, and does not throw
     await expect(cache.invalidate("ten", ["a"])).rejects.toThrow();
   });
 });

@@ -179,12 +179,6 @@ export function createFollowRepository(db: Db) {
       }
     },
 
-    /** At most `max` of the feeds that follow `feed`, in no particular order (follower-sets.ts). */
-    async followerFeedsUpTo(tenantId: string, feed: string, max: number): Promise<string[]> {
-      const docs = await follows.find({ tenant_id: tenantId, target_feed: feed }, { projection: { source_feed: 1 } }).limit(max).toArray();
-      return docs.map((d) => d.source_feed);
-    },
-
     /** The newest `max` feeds `feed` follows. */
     async targetsOf(tenantId: string, feed: string, max: number): Promise<string[]> {
       const docs = await follows

@@ -31,10 +31,10 @@ import type { FollowWrites } from "./follow-writes.js";
 import type { FollowerSets } from "./follower-sets.js";
 
 export interface GraphServiceDeps {
-  follows: Pick<FollowRepository, "followsOf" | "followersOf" | "followerFeeds" | "targetsOf" | "edgesFrom" | "followedAmong">;
+  follows: Pick<FollowRepository, "followsOf" | "followersOf" | "targetsOf" | "edgesFrom" | "followedAmong">;
   counts: Pick<CountRepository, "get" | "followerCounts" | "popular">;
   writes: FollowWrites;
-  followerSets: Pick<FollowerSets, "small">;
+  followerSets: Pick<FollowerSets, "stream">;
 }
 
 /** Internal callers (the fan-out worker) page followers in chunks of up to this many. */
@@ -260,13 +260,8 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       if (callerOf(ctx).kind !== "system") throw forbidden("internal callers only");
       const size = req.batchSize > 0 ? req.batchSize : STREAM_BATCH_DEFAULT;
       if (size > MAX_INTERNAL_PAGE) throw validationFailed([{ path: "batch_size", message: `must be between 1 and ${MAX_INTERNAL_PAGE}` }]);
-      // A small follower set comes from its cache (one Redis read); a large one streams from MongoDB.
-      const small = await followerSets.small(tenant, feedString(feed));
-      if (small) {
-        for (let i = 0; i < small.length; i += size) yield { feeds: small.slice(i, i + size) };
-        return;
-      }
-      for await (const feeds of follows.followerFeeds(tenant, feedString(feed), size)) yield { feeds };
+      // A small follower set comes from its cache (one Redis read); any other from one MongoDB pass.
+      for await (const feeds of followerSets.stream(tenant, feedString(feed), size)) yield { feeds };
     },
 
     async getStats(req, ctx) {

@@ -34,16 +34,17 @@ function fakeRepository() {
   const repo: GraphServiceDeps = {
     writes,
     // No cached follower sets here: every fan-out stream reads the edges (follower-sets.test.ts).
-    followerSets: { small: async () => null },
-    counts: { get: async () => null, followerCounts: async () => new Map(), popular: async () => [] },
-    follows: {
-      followerFeeds: async function* (t, feed, batchSize) {
+    followerSets: {
+      stream: async function* (t, feed, batchSize) {
         const all = [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).map((e) => e.source_feed);
         for (let i = 0; i < all.length; i += batchSize) {
           yield all.slice(i, i + batchSize);
           if (failAfterFirstBatch.on) throw notFound("the store went away mid-stream");
         }
       },
+    },
+    counts: { get: async () => null, followerCounts: async () => new Map(), popular: async () => [] },
+    follows: {
       followersOf: async (t, feed, limit) => {
         limits.push(limit);
         return [...edges.values()].filter((e) => e.tenant_id === t && e.target_feed === feed).slice(0, limit + 1);

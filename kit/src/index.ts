@@ -17,6 +17,7 @@ export * from "./service-main.js";
 export * from "./clients.js";
 export * from "./lock.js";
 export * from "./read-cache.js";
+export * from "./insert-batcher.js";
 export * from "./json-path.js";
 export * from "./events.js";
 export * from "./queue-worker.js";

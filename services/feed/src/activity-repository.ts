@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import type { CountSignal } from "@feeds/kit";
+import { createInsertBatcher, DocumentWriteError, type CountSignal } from "@feeds/kit";
 
 export interface ActivityDoc {
   _id: string; // activity id (uuid)
@@ -40,6 +40,8 @@ const identityKey = (tenantId: string, foreignId: string, time: Date) => `${tena
 export function createActivityRepository(db: Db) {
   const activities: Collection<ActivityDoc> = db.collection<ActivityDoc>("activities");
   const identities: Collection<IdentityDoc> = db.collection<IdentityDoc>("activity_identities");
+  // Concurrent writes' inserts share commands under load (kit's insert batcher).
+  const inserts = createInsertBatcher(activities);
   return {
     async ensureIndexes() {
       await activities.createIndex({ tenant_id: 1, time: -1, _id: -1 });
@@ -59,7 +61,11 @@ export function createActivityRepository(db: Db) {
     },
     burnIdentity: (tenantId: string, foreignId: string, time: Date) =>
       identities.updateOne({ _id: identityKey(tenantId, foreignId, time) }, { $set: { deleted: true } }),
-    insert: (doc: ActivityDoc) => activities.insertOne(doc),
+    /** Stores `doc`; an `_id` that exists already throws a duplicate-key error (code 11000). */
+    async insert(doc: ActivityDoc): Promise<void> {
+      const { duplicates } = await inserts.insert([doc]);
+      if (duplicates.length) throw new DocumentWriteError(`activity ${doc._id} exists`, 11000);
+    },
     /** Activities of the tenant, tombstones included (the console's count). */
     count: (tenantId: string) => activities.countDocuments({ tenant_id: tenantId }),
     get: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }),

@@ -1,4 +1,5 @@
-import { MongoBulkWriteError, type Collection, type Db, type WriteError } from "mongodb";
+import type { Collection, Db } from "mongodb";
+import { createInsertBatcher } from "@feeds/kit";
 
 /** One activity in one feed: the materialised timeline. */
 export interface EntryDoc {
@@ -21,6 +22,11 @@ export interface NewEntry {
 /** All MongoDB access for feed entries; every method takes the tenant. */
 export function createEntryRepository(db: Db) {
   const entries: Collection<EntryDoc> = db.collection<EntryDoc>("feed_entries");
+  // Under load, concurrent writes' origin entries share commands, and so do small fan-outs'
+  // chunks (kit's insert batcher); a large chunk goes out on its own. Two lanes: a write waits
+  // for writes only, never behind a command of a thousand fan-out entries.
+  const single = createInsertBatcher(entries, { maxInFlight: 2 });
+  const chunks = createInsertBatcher(entries, { maxInFlight: 4 });
   return {
     async ensureIndexes() {
       await entries.createIndex({ tenant_id: 1, feed: 1, time: -1, activity_id: -1 });
@@ -31,10 +37,9 @@ export function createEntryRepository(db: Db) {
      * Idempotent: an entry that exists is left as it is (redelivered work writes nothing twice).
      * Unordered inserts keyed by `_id`: a duplicate key is an entry already written. (Upserts were
      * tried first: on FerretDB v1 each is a select-then-write, and concurrent bulk upserts exhausted
-     * its PostgreSQL pool until it stopped answering.)
+     * its PostgreSQL pool until it stopped answering.) Answers how many it stored.
      */
     async upsertMany(tenantId: string, items: NewEntry[]): Promise<number> {
-      if (!items.length) return 0;
       const docs: EntryDoc[] = items.map((e) => ({
         _id: `${tenantId}/${e.feed}/${e.activity_id}`,
         tenant_id: tenantId,
@@ -43,14 +48,7 @@ export function createEntryRepository(db: Db) {
         time: e.time,
         origin: e.origin,
       }));
-      try {
-        return (await entries.insertMany(docs, { ordered: false })).insertedCount;
-      } catch (e) {
-        if (!(e instanceof MongoBulkWriteError)) throw e;
-        const errors = ([] as WriteError[]).concat(e.writeErrors as WriteError | WriteError[]);
-        if (errors.some((w) => w.code !== 11000)) throw e;
-        return e.insertedCount;
-      }
+      return (await (docs.length === 1 ? single : chunks).insert(docs)).inserted;
     },
     /** One keyset page: (time desc, activity_id desc), limit + 1 rows to know whether more exist. */
     page(tenantId: string, feed: string, limit: number, after: { time: Date; id: string } | null) {

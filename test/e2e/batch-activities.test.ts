@@ -35,6 +35,47 @@ describe("batch import of activities", () => {
     await until("the import on the follower's timeline", async () => ((await ids("timeline/early")).includes(id) ? true : undefined), 10_000);
   });
 
+  it("an import moves the signals someone reads, a backfill too, and creates none for feeds nobody watches", async () => {
+    const t = await newTenant();
+    const server = await t.server();
+    // timeline:quiet follows an author with no other activity: only the import reaches it.
+    for (const [reader, author] of [["watch", "w"], ["quiet", "v"]]) {
+      expect((await http("POST", `/v1/feeds/timeline/${reader}/follows`, { token: server, body: { target: `user:${author}` } })).status).toBe(201);
+    }
+    const live = await http("POST", "/v1/feeds/user/w/activities", { token: server, body: { actor: "user:w", verb: "post", object: "note:new" } });
+    expect(live.status).toBe(201);
+    const ids = async (feed: string) => ((await http("GET", `/v1/feeds/${feed}`, { token: server })).body.results ?? []).map((a: { id: string }) => a.id);
+    await until("the live post on the watcher's timeline", async () => ((await ids("timeline/watch")).includes(live.body.id) ? true : undefined), 10_000);
+    const signal = async (feed: string) => (await http("GET", `/v1/feeds/${feed}/signal`, { token: server })).body as { version: number; head: string };
+    const [origin0, watch0] = [await signal("user/w"), await signal("timeline/watch")];
+    expect([origin0.head, watch0.head]).toEqual([live.body.id, live.body.id]);
+    // A backfill: older than the newest activity, so the feeds' heads (newest ids) do not change.
+    const res = await http("POST", "/v1/batch/activities", {
+      token: server,
+      body: {
+        activities: [
+          { feed: "user:w", activity: { actor: "user:w", verb: "post", object: "note:old", time: "2020-01-01T00:00:00.000Z" } },
+          { feed: "user:v", activity: { actor: "user:v", verb: "post", object: "note:v" } },
+        ],
+      },
+    });
+    expect(res.status).toBe(200);
+    const [imported, toQuiet] = (res.body.results as { id: string }[]).map((r) => r.id);
+    // The origin's signal has moved when the import answers; the follower's once its fan-out ran.
+    expect((await signal("user/w")).version).not.toBe(origin0.version);
+    await until("the import on the watcher's timeline", async () => ((await ids("timeline/watch")).includes(imported) ? true : undefined), 10_000);
+    expect((await signal("timeline/watch")).version).not.toBe(watch0.version);
+    // Nobody read timeline:quiet's signal: the import made no key for it.
+    await until("the import on the quiet timeline", async () => ((await ids("timeline/quiet")).includes(toQuiet) ? true : undefined), 10_000);
+    const redis = new Redis(inject("redisUrl"));
+    try {
+      expect(await redis.exists(`${inject("namespace")}:fv:${t.id}:timeline:quiet`)).toBe(0);
+      expect(await redis.exists(`${inject("namespace")}:fv:${t.id}:timeline:watch`)).toBe(1);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it("per-item results, unclamped time, fan-out without head keys, idempotent rerun", async () => {
     const t = await newTenant();
     const server = await t.server();

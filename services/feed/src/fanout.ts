@@ -198,11 +198,16 @@ export function createFanout(deps: FanoutDeps) {
 
   /**
    * After `doc`'s entries in `feeds` are written: their heads take it and their signals move. A
-   * batch import creates no head keys and moves no signal; the heads that exist take it still.
+   * batch import creates no head or signal keys: the heads that exist take it, and the signals
+   * that exist (someone reads them) move.
    */
   async function showIn(tenantId: string, feeds: string[], doc: ActivityDoc): Promise<void> {
     const entry = { id: doc._id, timeMs: doc.time.getTime() };
-    if (doc.batch) return heads.addExisting(tenantId, feeds, entry);
+    if (doc.batch) {
+      await heads.addExisting(tenantId, feeds, entry);
+      await signals.bumpExisting(tenantId, feeds);
+      return;
+    }
     await heads.add(tenantId, feeds, entry);
     await signals.bump(tenantId, feeds);
   }

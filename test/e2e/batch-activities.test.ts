@@ -35,11 +35,12 @@ describe("batch import of activities", () => {
     await until("the import on the follower's timeline", async () => ((await ids("timeline/early")).includes(id) ? true : undefined), 10_000);
   });
 
-  it("an import moves the signals someone reads, a backfill too, and creates none for feeds nobody watches", async () => {
+  it("signals someone reads move with live fan-out and imports (backfills too); writes create no signal keys", async () => {
     const t = await newTenant();
     const server = await t.server();
-    // timeline:quiet follows an author with no other activity: only the import reaches it.
-    for (const [reader, author] of [["watch", "w"], ["quiet", "v"]]) {
+    // timeline:quiet follows an author with no other activity: only the import reaches it;
+    // timeline:idle gets the live post and the import, and nobody reads its signal.
+    for (const [reader, author] of [["watch", "w"], ["quiet", "v"], ["idle", "w"]]) {
       expect((await http("POST", `/v1/feeds/timeline/${reader}/follows`, { token: server, body: { target: `user:${author}` } })).status).toBe(201);
     }
     const live = await http("POST", "/v1/feeds/user/w/activities", { token: server, body: { actor: "user:w", verb: "post", object: "note:new" } });
@@ -69,8 +70,10 @@ describe("batch import of activities", () => {
     await until("the import on the quiet timeline", async () => ((await ids("timeline/quiet")).includes(toQuiet) ? true : undefined), 10_000);
     const redis = new Redis(inject("redisUrl"));
     try {
-      expect(await redis.exists(`${inject("namespace")}:fv:${t.id}:timeline:quiet`)).toBe(0);
-      expect(await redis.exists(`${inject("namespace")}:fv:${t.id}:timeline:watch`)).toBe(1);
+      await until("the import on the idle timeline", async () => ((await ids("timeline/idle")).includes(imported) ? true : undefined), 10_000);
+      const exists = async (feed: string) => redis.exists(`${inject("namespace")}:fv:${t.id}:${feed}`);
+      expect([await exists("timeline:quiet"), await exists("timeline:idle"), await exists("user:v")]).toEqual([0, 0, 0]);
+      expect([await exists("timeline:watch"), await exists("user:w")]).toEqual([1, 1]);
     } finally {
       redis.disconnect();
     }

@@ -197,18 +197,13 @@ export function createFanout(deps: FanoutDeps) {
   }
 
   /**
-   * After `doc`'s entries in `feeds` are written: their heads take it and their signals move. A
-   * batch import creates no head or signal keys: the heads that exist take it, and the signals
-   * that exist (someone reads them) move.
+   * After `doc`'s entries in `feeds` are written: their heads take it and their signals move (the
+   * signals someone reads: signals.ts). A batch import creates no head keys: the heads that exist
+   * take it.
    */
   async function showIn(tenantId: string, feeds: string[], doc: ActivityDoc): Promise<void> {
     const entry = { id: doc._id, timeMs: doc.time.getTime() };
-    if (doc.batch) {
-      await heads.addExisting(tenantId, feeds, entry);
-      await signals.bumpExisting(tenantId, feeds);
-      return;
-    }
-    await heads.add(tenantId, feeds, entry);
+    await (doc.batch ? heads.addExisting(tenantId, feeds, entry) : heads.add(tenantId, feeds, entry));
     await signals.bump(tenantId, feeds);
   }
 

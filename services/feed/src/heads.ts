@@ -50,11 +50,12 @@ return 1
 `;
 
 // The write path's origin feed: ADD for one feed (KEYS 1-3), then its change signal (KEYS[4])
-// moved forward, in one round trip and in that order (a reader woken by the signal finds the head
-// holding the entry), and the activity stored in the activity cache (KEYS[5], activity-cache.ts).
+// moved forward when someone has read it (signals.ts), in one round trip and in that order (a
+// reader woken by the signal finds the head holding the entry), and the activity stored in the
+// activity cache (KEYS[5], activity-cache.ts).
 const ADD_AND_BUMP = `${ADD_ONE}${BUMP_ONE}${PUT_ONE}
 addOne(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4])
-bump(KEYS[4], tonumber(ARGV[5]))
+if redis.call('EXISTS', KEYS[4]) == 1 then bump(KEYS[4], tonumber(ARGV[5])) end
 put(KEYS[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
 `;

@@ -227,7 +227,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     const cached = stored.batch
       ? Promise.all([
           cache.putMany([stored]),
-          heads.addExisting(tenantId, [origin], { id: activityId, timeMs: time.getTime() }).then(() => signals.bumpExisting(tenantId, [origin])),
+          heads.addExisting(tenantId, [origin], { id: activityId, timeMs: time.getTime() }).then(() => signals.bump(tenantId, [origin])),
         ])
       : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
     const published =

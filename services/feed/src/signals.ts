@@ -2,6 +2,12 @@ import type { RedisConn } from "@feeds/kit";
 
 // Each feed's change signal: a version in Redis that only moves forward. A bump sets it to
 // max(old + 1, now in ms), so a Redis that lost its data never hands out an old version again.
+// A version exists only once someone has read it: a missing one starts at now when read, which is
+// past every version handed out before (they were bumps' "now" or below), so a write need not
+// create it. Writes therefore move only the versions that exist: a fan-out to 100,000 followers,
+// most of whom never poll, leaves no 100,000 keys for 30 days.
+
+const TTL_SECONDS = 2_592_000;
 
 /** Lua: moves the version at key `k` forward (`now`: the caller's clock in ms); shared with the
  * head script that adds an entry and bumps in one call. */
@@ -10,17 +16,11 @@ local function bump(k, now)
   local v = tonumber(redis.call('GET', k) or '0')
   local n = v + 1
   if now > n then n = now end
-  redis.call('SET', k, n, 'EX', 2592000)
+  redis.call('SET', k, n, 'EX', ${TTL_SECONDS})
 end
 `;
 
-const BUMP = `${BUMP_ONE}
-local now = tonumber(ARGV[1])
-for _, k in ipairs(KEYS) do bump(k, now) end
-return #KEYS
-`;
-
-/** Lua: moves the versions that exist (someone read the feed's signal) and creates none. */
+/** Lua: moves the versions that exist, and creates none. */
 const BUMP_EXISTING = `${BUMP_ONE}
 local now = tonumber(ARGV[1])
 local n = 0
@@ -38,33 +38,24 @@ export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => co
 type BumpFn = (numKeys: number, ...args: string[]) => Promise<number>;
 
 export function createSignals(conn: RedisConn) {
-  conn.redis.defineCommand("feedsBump", { lua: BUMP });
   conn.redis.defineCommand("feedsBumpExisting", { lua: BUMP_EXISTING });
-  const commands = conn.redis as unknown as { feedsBump: BumpFn; feedsBumpExisting: BumpFn };
-  const bump = commands.feedsBump.bind(conn.redis);
-  const bumpExisting = commands.feedsBumpExisting.bind(conn.redis);
+  const bumpExisting = (conn.redis as unknown as { feedsBumpExisting: BumpFn }).feedsBumpExisting.bind(conn.redis);
   const key = (tenantId: string, feed: string) => signalKey(conn, tenantId, feed);
-  const each = async (fn: BumpFn, tenantId: string, feeds: string[]) => {
-    for (let i = 0; i < feeds.length; i += 500) {
-      const keys = feeds.slice(i, i + 500).map((f) => key(tenantId, f));
-      await fn(keys.length, ...keys, String(Date.now()));
-    }
-  };
   return {
-    /** Moves the version of every named feed forward. */
-    bump: (tenantId: string, feeds: string[]): Promise<void> => each(bump, tenantId, feeds),
-    /**
-     * Moves the versions of the named feeds whose signal someone has read (a batch import: its
-     * feeds' watchers learn of it, and a large import creates no key per follower feed). A
-     * version Redis lost meanwhile starts at now on its next read, past every version handed out.
-     */
-    bumpExisting: (tenantId: string, feeds: string[]): Promise<void> => each(bumpExisting, tenantId, feeds),
-    /** The feed's version; a missing key (never changed, or Redis lost it) starts at now. */
+    /** Moves the version of every named feed forward (those someone has read; see above). */
+    async bump(tenantId: string, feeds: string[]): Promise<void> {
+      for (let i = 0; i < feeds.length; i += 500) {
+        const keys = feeds.slice(i, i + 500).map((f) => key(tenantId, f));
+        await bumpExisting(keys.length, ...keys, String(Date.now()));
+      }
+    },
+    /** The feed's version; a missing one (never read, or Redis lost it) starts at now. */
     async version(tenantId: string, feed: string): Promise<number> {
       const k = key(tenantId, feed);
       const v = await conn.redis.get(k);
       if (v !== null) return Number(v);
-      await bump(1, k, String(Date.now()));
+      // NX: a version a racing reader or writer set meanwhile stands.
+      await conn.redis.set(k, String(Date.now()), "EX", TTL_SECONDS, "NX");
       return Number(await conn.redis.get(k));
     },
   };

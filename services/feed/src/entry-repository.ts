@@ -22,11 +22,12 @@ export interface NewEntry {
 /** All MongoDB access for feed entries; every method takes the tenant. */
 export function createEntryRepository(db: Db) {
   const entries: Collection<EntryDoc> = db.collection<EntryDoc>("feed_entries");
-  // Under load, concurrent writes' origin entries share commands, and so do small fan-outs'
-  // chunks (kit's insert batcher); a large chunk goes out on its own. Two lanes: a write waits
-  // for writes only, never behind a command of a thousand fan-out entries.
-  const single = createInsertBatcher(entries, { maxInFlight: 2 });
-  const chunks = createInsertBatcher(entries, { maxInFlight: 4 });
+  // Under load, concurrent writes' origin entries share commands (kit's insert batcher), and so
+  // do small fan-outs' chunks once more than eight are out (a worker runs eight tasks at once;
+  // follow copies add to them); a large chunk goes out on its own. Two lanes: a write waits for
+  // writes only, never behind a command of a thousand fan-out entries.
+  const single = createInsertBatcher(entries);
+  const chunks = createInsertBatcher(entries, { maxInFlight: 8 });
   return {
     async ensureIndexes() {
       await entries.createIndex({ tenant_id: 1, feed: 1, time: -1, activity_id: -1 });

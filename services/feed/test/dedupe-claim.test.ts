@@ -1,25 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { createClient, type Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createCountSignal,
-  createLocks,
-  createInternalAuth,
-  createLocalTransport,
-  fromRpcError,
-  scope,
-  toTimestamp,
-} from "@feeds/kit";
+import { fromRpcError, scope, toTimestamp } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
-import { FeedService, type Activity } from "@feeds/proto/feeds/feed/v1/feed";
-import { createActivityRepository, type ActivityDoc, type ActivityRepository } from "../src/activity-repository.js";
-import { createEntryRepository, type EntryRepository } from "../src/entry-repository.js";
-import { createActivityCache } from "../src/activity-cache.js";
-import { createFanout } from "../src/fanout.js";
-import { createHeads } from "../src/heads.js";
-import { createSignals } from "../src/signals.js";
-import { createFeedService } from "../src/routes.js";
-import { createActivityEvents, createFeedOutbox } from "../src/events.js";
+import type { FeedService, Activity } from "@feeds/proto/feeds/feed/v1/feed";
+import type { ActivityDoc, ActivityRepository } from "../src/activity-repository.js";
+import type { EntryRepository } from "../src/entry-repository.js";
+import { localFeedService } from "./local-feed-service.js";
 
 // The dedupe claim of the write path on real MongoDB-wire storage (FerretDB here), Redis and
 // NATS JetStream, in a namespace of its own dropped afterwards, served over Connect's in-memory
@@ -37,37 +24,22 @@ describe("dedupe claim: the first writer's body wins and its origin entry exists
 
   beforeAll(async () => {
     await env.open();
-    const { db, redis, nats, log } = env;
-    const real = createActivityRepository(db);
-    const realEntries = createEntryRepository(db);
-    activities = {
-      ...real,
-      insert: async (doc) => {
-        await hooks.insert.shift()?.(doc);
-        return real.insert(doc);
-      },
-    };
-    entries = {
-      ...realEntries,
-      upsertMany: async (tenantId, items) => {
-        await hooks.entries.shift()?.();
-        return realEntries.upsertMany(tenantId, items);
-      },
-    };
-    const signals = createSignals(redis);
-    const heads = createHeads(redis);
-    const cache = createActivityCache(redis);
-    const peers = () => {
-      throw new Error("no peer is called: the actor is not a user");
-    };
-    const events = createActivityEvents({ peers });
-    const outbox = createFeedOutbox({ db, nats, log, activities });
-    const fanout = createFanout({ nats, activities, entries, signals, heads, cache, peers, events, log });
-    const impl = createFeedService({
-      activities, entries, signals, heads, cache, fanout, locks: createLocks(db, "activity_locks"), outbox, events, consoleSignal: createCountSignal(redis, "activities"), peers, log,
-    });
-    const transport = createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(randomBytes(32)));
-    client = createClient(FeedService, transport);
+    ({ client, activities, entries } = localFeedService(env, {
+      activities: (real) => ({
+        ...real,
+        insert: async (doc) => {
+          await hooks.insert.shift()?.(doc);
+          return real.insert(doc);
+        },
+      }),
+      entries: (real) => ({
+        ...real,
+        upsertMany: async (tenantId, items) => {
+          await hooks.entries.shift()?.();
+          return real.upsertMany(tenantId, items);
+        },
+      }),
+    }));
   });
 
   afterAll(env.close);

@@ -1,17 +1,9 @@
-import { randomBytes } from "node:crypto";
-import { createClient, type Client } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCountSignal, createInternalAuth, createLocalTransport, createLocks, scope } from "@feeds/kit";
+import { scope } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
-import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
-import { createActivityRepository } from "../src/activity-repository.js";
-import { createEntryRepository } from "../src/entry-repository.js";
-import { createActivityCache } from "../src/activity-cache.js";
-import { createFanout } from "../src/fanout.js";
-import { createHeads } from "../src/heads.js";
-import { createSignals } from "../src/signals.js";
-import { createFeedService } from "../src/routes.js";
-import { createActivityEvents, createFeedOutbox } from "../src/events.js";
+import type { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
+import { localFeedService } from "./local-feed-service.js";
 
 // The feed's change signal is answered from Redis alone once the feed's head is warm: the
 // service's MongoDB client monitors its commands, and a warm signal call issues none.
@@ -24,20 +16,7 @@ describe("feed signal", () => {
 
   beforeAll(async () => {
     await env.open();
-    const { db, redis, nats, log } = env;
-    const activities = createActivityRepository(db);
-    const entries = createEntryRepository(db);
-    const [signals, heads, cache] = [createSignals(redis), createHeads(redis), createActivityCache(redis)];
-    const peers = () => {
-      throw new Error("no peer is called: the actor is not a user");
-    };
-    const events = createActivityEvents({ peers });
-    const outbox = createFeedOutbox({ db, nats, log, activities });
-    const fanout = createFanout({ nats, activities, entries, signals, heads, cache, peers, events, log });
-    const impl = createFeedService({
-      activities, entries, signals, heads, cache, fanout, locks: createLocks(db, "activity_locks"), outbox, events, consoleSignal: createCountSignal(redis, "activities"), peers, log,
-    });
-    client = createClient(FeedService, createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(randomBytes(32))));
+    ({ client } = localFeedService(env));
   });
 
   afterAll(env.close);

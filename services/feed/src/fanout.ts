@@ -305,6 +305,7 @@ export function createFanout(deps: FanoutDeps) {
   return {
     intend,
     forget,
+    showIn,
     publishTask,
     publish,
     startWorker: () => worker.start(),

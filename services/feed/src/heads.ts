@@ -55,7 +55,7 @@ return 1
 // activity cache (KEYS[5], activity-cache.ts).
 const ADD_AND_BUMP = `${ADD_ONE}${BUMP_ONE}${PUT_ONE}
 addOne(KEYS[1], KEYS[2], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARGV[4])
-if redis.call('EXISTS', KEYS[4]) == 1 then bump(KEYS[4], tonumber(ARGV[5])) end
+bump(KEYS[4], tonumber(ARGV[5]))
 put(KEYS[5], ARGV[6], ARGV[7], ARGV[8])
 return 1
 `;

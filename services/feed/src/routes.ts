@@ -225,10 +225,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     // the outbox relay's to publish (NATS did not answer a moment ago). Once the task is out, the
     // intent is deleted, so the intent relay does not publish it a second time.
     const cached = stored.batch
-      ? Promise.all([
-          cache.putMany([stored]),
-          heads.addExisting(tenantId, [origin], { id: activityId, timeMs: time.getTime() }).then(() => signals.bump(tenantId, [origin])),
-        ])
+      ? Promise.all([cache.putMany([stored]), fanout.showIn(tenantId, [origin], stored)])
       : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
     const published =
       created && intended

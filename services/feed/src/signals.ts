@@ -9,28 +9,22 @@ import type { RedisConn } from "@feeds/kit";
 
 const TTL_SECONDS = 2_592_000;
 
-/** Lua: moves the version at key `k` forward (`now`: the caller's clock in ms); shared with the
- * head script that adds an entry and bumps in one call. */
+/** Lua: moves the version at key `k` forward when it exists (`now`: the caller's clock in ms);
+ * shared with the head script that adds an entry and bumps in one call. */
 export const BUMP_ONE = `
 local function bump(k, now)
-  local v = tonumber(redis.call('GET', k) or '0')
+  local v = tonumber(redis.call('GET', k))
+  if v == nil then return end
   local n = v + 1
   if now > n then n = now end
   redis.call('SET', k, n, 'EX', ${TTL_SECONDS})
 end
 `;
 
-/** Lua: moves the versions that exist, and creates none. */
-const BUMP_EXISTING = `${BUMP_ONE}
+const BUMP = `${BUMP_ONE}
 local now = tonumber(ARGV[1])
-local n = 0
-for _, k in ipairs(KEYS) do
-  if redis.call('EXISTS', k) == 1 then
-    bump(k, now)
-    n = n + 1
-  end
-end
-return n
+for _, k in ipairs(KEYS) do bump(k, now) end
+return 1
 `;
 
 export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => conn.key("fv", tenantId, feed);
@@ -38,15 +32,15 @@ export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => co
 type BumpFn = (numKeys: number, ...args: string[]) => Promise<number>;
 
 export function createSignals(conn: RedisConn) {
-  conn.redis.defineCommand("feedsBumpExisting", { lua: BUMP_EXISTING });
-  const bumpExisting = (conn.redis as unknown as { feedsBumpExisting: BumpFn }).feedsBumpExisting.bind(conn.redis);
+  conn.redis.defineCommand("feedsBump", { lua: BUMP });
+  const bump = (conn.redis as unknown as { feedsBump: BumpFn }).feedsBump.bind(conn.redis);
   const key = (tenantId: string, feed: string) => signalKey(conn, tenantId, feed);
   return {
     /** Moves the version of every named feed forward (those someone has read; see above). */
     async bump(tenantId: string, feeds: string[]): Promise<void> {
       for (let i = 0; i < feeds.length; i += 500) {
         const keys = feeds.slice(i, i + 500).map((f) => key(tenantId, f));
-        await bumpExisting(keys.length, ...keys, String(Date.now()));
+        await bump(keys.length, ...keys, String(Date.now()));
       }
     },
     /** The feed's version; a missing one (never read, or Redis lost it) starts at now. */

@@ -28,8 +28,6 @@ export interface InsertBatcher<T extends Document> {
   /** Inserts `docs` (unordered). Rejects when the command failed, or one of them failed for
    * another reason than a duplicate key (that document's error, with its code). */
   insert(docs: T[]): Promise<InsertOutcome>;
-  /** Commands sent and documents they carried, since creation (tests and benches). */
-  stats(): { commands: number; documents: number };
 }
 
 export interface InsertBatcherOptions {
@@ -68,8 +66,6 @@ export function createInsertBatcher<T extends Document>(coll: Collection<T>, opt
   const queue: Waiting<T>[] = [];
   let inFlight = 0;
   let scheduled = false;
-  let commands = 0;
-  let documents = 0;
 
   function schedule(): void {
     if (scheduled) return;
@@ -100,8 +96,6 @@ export function createInsertBatcher<T extends Document>(coll: Collection<T>, opt
   /** One unordered insertMany for `batch`; each caller settles with its own documents' outcome. */
   async function send(batch: Waiting<T>[]): Promise<void> {
     const docs = batch.length === 1 ? (batch[0] as Waiting<T>).docs : batch.flatMap((w) => w.docs);
-    commands++;
-    documents += docs.length;
     let errors: WriteError[] = [];
     try {
       await coll.insertMany(docs as OptionalUnlessRequiredId<T>[], { ordered: false });
@@ -145,6 +139,5 @@ export function createInsertBatcher<T extends Document>(coll: Collection<T>, opt
         schedule();
       });
     },
-    stats: () => ({ commands, documents }),
   };
 }

@@ -84,6 +84,12 @@ export function createReadCache<T>(
   const hits = processMetrics().cacheRequests.labels({ cache: name, result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: name, result: "miss" });
 
+  /** A cached entry's record; undefined when it is cached as absent. */
+  const decodeEntry = (raw: string): T | undefined => {
+    const entry = JSON.parse(raw) as { v?: unknown };
+    return "v" in entry ? codec.decode(entry.v) : undefined;
+  };
+
   /** Stores each value (undefined: absent) while its generation is still the one seen before the
    * database read; a Redis failure is ignored (the next reader reads the database). */
   async function store(tenantId: string, fills: { id: string; seen: string; value: T | undefined }[]): Promise<void> {
@@ -119,8 +125,8 @@ export function createReadCache<T>(
           missing.push(i);
           return;
         }
-        const entry = JSON.parse(raw) as { v?: unknown };
-        if ("v" in entry) out.set(id, codec.decode(entry.v));
+        const v = decodeEntry(raw);
+        if (v !== undefined) out.set(id, v);
       });
       hits.inc(unique.length - missing.length);
       misses.inc(missing.length);
@@ -150,8 +156,7 @@ export function createReadCache<T>(
         return { hit: false, fill: (value) => store(tenantId, [{ id, seen: gen ?? "", value }]) };
       }
       hits.inc();
-      const entry = JSON.parse(raw) as { v?: unknown };
-      return { hit: true, value: "v" in entry ? codec.decode(entry.v) : undefined };
+      return { hit: true, value: decodeEntry(raw) };
     },
 
     async invalidate(tenantId, ids) {

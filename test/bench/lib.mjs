@@ -230,7 +230,25 @@ export function cpuSecondsOf(pid) {
 }
 
 // Shared servers: their CPU may be ours or another user's; counted apart from "other work".
-const INFRA = new Set(["ferretdb-launch", "ferretdb", "postgres", "mongod", "redis-server", "nats-server"]);
+/** Shared servers by process name, each under the name its CPU is reported by. */
+const INFRA_NAMES = { "ferretdb-launch": "ferretdb", ferretdb: "ferretdb", postgres: "postgres", mongod: "mongod", "redis-server": "redis", "nats-server": "nats" };
+const INFRA = new Set(Object.keys(INFRA_NAMES));
+
+/**
+ * CPU seconds used so far by every process of the shared servers (ours and other users' work):
+ * `total`, and `by` server (ferretdb, postgres, mongod, redis, nats).
+ */
+export function infraSecondsBy() {
+  const by = {};
+  let total = 0;
+  for (const { comm, s } of allProcessCpu().values()) {
+    const name = INFRA_NAMES[comm];
+    if (!name) continue;
+    by[name] = (by[name] ?? 0) + s;
+    total += s;
+  }
+  return { total, by };
+}
 
 /**
  * Starts measuring CPU use of `pids` and of the whole machine; `end()` answers cores used, plus

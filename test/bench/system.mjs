@@ -1,7 +1,6 @@
 // What the benches that run their own one-process system share (benches 6 to 12): the system on a
 // fresh namespace with one tenant, set-up helpers, and loading targets from load-worker.mjs with
 // the CPU of each target's server and of the shared servers over that target's rounds.
-import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -10,7 +9,7 @@ import { MongoClient } from "mongodb";
 import { Redis } from "ioredis";
 import { connect } from "nats";
 import { startSystem } from "../../scripts/lib/system.mjs";
-import { api, benchDir, profilerEnv, systemEnv, cpuMeter, cpuSecondsOf, dropNamespaceSafely, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
+import { api, benchDir, profilerEnv, systemEnv, cpuMeter, cpuSecondsOf, dropNamespaceSafely, infraSecondsBy, namespaceHelpers, serverToken, sleep, startNode, started } from "./lib.mjs";
 
 export const range = (a, b) => (b === undefined ? [...Array(a).keys()] : [...Array(Math.max(0, b - a)).keys()].map((i) => a + i));
 
@@ -24,24 +23,8 @@ export async function pool(n, width, fn) {
   );
 }
 
-// Shared servers (as in lib.mjs's cpuMeter): their CPU is the storage work of the requests.
-const INFRA = new Set(["ferretdb-launch", "ferretdb", "postgres", "mongod", "redis-server", "nats-server"]);
 /** CPU seconds used so far by every process of the shared servers (ours and other users' work). */
-export function infraSeconds() {
-  let s = 0;
-  for (const d of readdirSync("/proc")) {
-    if (d.charCodeAt(0) > 57) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      if (!INFRA.has(stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")))) continue;
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      s += (Number(f[11]) + Number(f[12])) / 100;
-    } catch {
-      /* gone */
-    }
-  }
-  return s;
-}
+export const infraSeconds = () => infraSecondsBy().total;
 
 /**
  * Starts a one-process system on a fresh namespace with one tenant (rate limit at the API's
@@ -162,20 +145,20 @@ export async function copyIndexes(db, from, to) {
  */
 export async function load(targets, o, hooks = {}) {
   const pidOf = Object.fromEntries(targets.map((t) => [t.name, t.pid]));
-  const perTarget = Object.fromEntries(targets.map((t) => [t.name, { serverS: 0, infraS: 0, wallS: 0, serverAllS: 0, infraAllS: 0 }]));
+  const perTarget = Object.fromEntries(targets.map((t) => [t.name, { serverS: 0, infraS: 0, wallS: 0, serverAllS: 0, infraAllS: 0, infraBy: {} }]));
   let meter = null;
   let round = null;
   let chain = Promise.resolve();
   const onJson = (m) => {
     if (m.phase === "measure" && !meter) meter = cpuMeter(targets.map((t) => t.pid));
     if (m.phase === "round") {
-      round = { t: performance.now(), server: cpuSecondsOf(pidOf[m.target]), infra: infraSeconds() };
+      round = { t: performance.now(), server: cpuSecondsOf(pidOf[m.target]), infra: infraSecondsBy() };
       if (hooks.onRound) (chain = chain.then(() => hooks.onRound(m))).catch(() => undefined);
     }
     if (m.phase === "roundEnd" && round) {
       const p = perTarget[m.target];
       p.serverS += cpuSecondsOf(pidOf[m.target]) - round.server;
-      p.infraS += infraSeconds() - round.infra;
+      p.infraS += infraSeconds() - round.infra.total;
       p.wallS += (performance.now() - round.t) / 1000;
       if (hooks.onRoundEnd) (chain = chain.then(() => hooks.onRoundEnd(m))).catch(() => undefined);
     }
@@ -183,7 +166,9 @@ export async function load(targets, o, hooks = {}) {
       // Work on the requests abandoned at the end of the round included (per request sent).
       const p = perTarget[m.target];
       p.serverAllS += cpuSecondsOf(pidOf[m.target]) - round.server;
-      p.infraAllS += infraSeconds() - round.infra;
+      const infra = infraSecondsBy();
+      p.infraAllS += infra.total - round.infra.total;
+      for (const [name, s] of Object.entries(infra.by)) p.infraBy[name] = (p.infraBy[name] ?? 0) + s - (round.infra.by[name] ?? 0);
       round = null;
     }
   };
@@ -206,6 +191,8 @@ export async function load(targets, o, hooks = {}) {
       serverCpuMsPerRequest: (p.serverAllS * 1000) / x.sent,
       infraCores: p.infraS / p.wallS,
       infraCpuMsPerRequest: (p.infraAllS * 1000) / x.sent,
+      // The same by server (ferretdb, postgres, redis, nats): where the storage work went.
+      infraCpuMsPerRequestBy: Object.fromEntries(Object.entries(p.infraBy).map(([name, s]) => [name, Number(((s * 1000) / x.sent).toFixed(3))])),
       loadGeneratorCores: x.loadGeneratorCores,
     };
   }
@@ -215,7 +202,8 @@ export async function load(targets, o, hooks = {}) {
 export const fmt = (x) =>
   `${x.rps.toFixed(0)} req/s (rounds ${x.roundRps.map((v) => v.toFixed(0)).join(", ")}), p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms; ` +
   `server ${(x.cpu.serverCores * 100).toFixed(0)}% core (${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req), ` +
-  `shared servers ${(x.cpu.infraCores * 100).toFixed(0)}% (${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req)` +
+  `shared servers ${(x.cpu.infraCores * 100).toFixed(0)}% (${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req: ` +
+  `${Object.entries(x.cpu.infraCpuMsPerRequestBy).filter(([, ms]) => ms >= 0.005).map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(", ") || "none"})` +
   (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors ${JSON.stringify(x.statuses)}` : "");
 
 export const machineNote = (m) =>

@@ -38,6 +38,12 @@ export interface QueueWorkerOptions {
   beats?: { worker: WorkerName; beats: WorkerBeats };
   /** Delivered, unacknowledged tasks JetStream allows (a task waiting for its retry counts). */
   maxAckPending?: number;
+  /**
+   * Takes what the queue holds every `pollMs` instead of keeping a pull open: a task then waits up
+   * to that long, and one deleted from the stream meanwhile is never delivered. For queues whose
+   * messages are mostly deleted soon after they are published (fan-out intents).
+   */
+  pollMs?: number;
 }
 
 export interface QueueWorker {
@@ -132,6 +138,47 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     if (info.config.ack_wait !== ackWait) await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait });
   }
 
+  /** Runs `m` once a slot is free among `inflight` (at most `concurrency` at once). */
+  async function admit(m: JsMsg, inflight: Set<Promise<void>>) {
+    alive = Date.now();
+    const p = run(m).finally(() => inflight.delete(p));
+    inflight.add(p);
+    if (inflight.size >= concurrency) await Promise.race(inflight);
+  }
+
+  let wake: (() => void) | undefined;
+  /** The `pollMs` loop: what is there now (no waiting pull), a batch at a time, then a pause. */
+  async function pollLoop(pollMs: number) {
+    const batch = Math.max(concurrency * 4, 64);
+    while (!stopped) {
+      let full = false;
+      try {
+        await ensureConsumer();
+        const inflight = new Set<Promise<void>>();
+        let n = 0;
+        // The consumer API's fetch waits at least a second for a batch; only the older pull
+        // request (deprecated in nats.js 2.x, still served) can answer "nothing now" at once.
+        for await (const m of nats.js.fetch(stream, durable, { batch, no_wait: true })) {
+          n++;
+          await admit(m, inflight);
+        }
+        await Promise.all(inflight);
+        alive = Date.now();
+        full = n === batch;
+      } catch (err) {
+        if (!stopped) log.warn({ err: String(err), queue }, "consumer poll failed; polling again");
+      }
+      if (!stopped && !full)
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, pollMs);
+          wake = () => {
+            clearTimeout(t);
+            r();
+          };
+        });
+    }
+  }
+
   async function loop() {
     while (!stopped) {
       try {
@@ -151,12 +198,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         await o.beats?.beats.beat(o.beats.worker).catch(() => undefined);
         const inflight = new Set<Promise<void>>();
         try {
-          for await (const m of messages) {
-            alive = Date.now();
-            const p = run(m).finally(() => inflight.delete(p));
-            inflight.add(p);
-            if (inflight.size >= concurrency) await Promise.race(inflight);
-          }
+          for await (const m of messages) await admit(m, inflight);
           await Promise.all(inflight);
         } finally {
           clearInterval(beat);
@@ -171,10 +213,11 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   return {
     async start() {
       await ensureConsumer();
-      void loop();
+      void (o.pollMs ? pollLoop(o.pollMs) : loop());
     },
     async stop() {
       stopped = true;
+      wake?.();
       await messages?.close();
     },
     lastAlive: () => alive,

@@ -285,6 +285,10 @@ export function createFanout(deps: FanoutDeps) {
     // The grace, then a look every INTENT_RETRY_MS until INTENT_GIVE_UP_MS, with room for failures.
     maxDeliver: 2 + Math.ceil(INTENT_GIVE_UP_MS / INTENT_RETRY_MS) + MAX_DELIVER,
     concurrency: 32,
+    // Polled, not pulled: a write deletes its intent within milliseconds, so the relay is handed
+    // only the intents of writes still running or dead (with a standing pull, every intent was
+    // delivered at once and put back for its grace: two more NATS messages per add).
+    pollMs: Math.max(50, Math.min(2_000, intentGraceMs / 5)),
   });
 
   /** Republishes activities whose fan-out was never published (the process died in between). */

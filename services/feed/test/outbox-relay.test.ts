@@ -153,4 +153,30 @@ describe("fan-out outbox: a crash at any point of an add still fans out, once", 
     const added = (await tasks()).filter((id) => !before.includes(id));
     expect(added).toEqual([orphan._id, finished._id].sort());
   });
+
+  it("intents: the relay polls, so of 50 intents deleted right after their publish it is handed at most 3 (a standing pull: every one)", { timeout: 30_000 }, async () => {
+    const fanout = processWith(activities, false, 500); // polls every 100 ms
+    await fanout.startRelay(60_000);
+    const intents = env.nats.stream("fanout_intents");
+    const delivered = async () => (await env.nats.jsm.consumers.info(intents, `${intents}_relay`)).delivered.consumer_seq;
+    // Whatever earlier tests left is handed over and put back within a few polls.
+    let before = -1;
+    await until("the relay idle", async () => {
+      const now = await delivered();
+      const idle = now === before;
+      before = now;
+      return idle ? true : (await sleep(300), undefined);
+    });
+    // As a write does: its intent, then (its insert and task) the intent's delete.
+    for (let i = 0; i < 50; i++) {
+      const doc = await stored(false, false);
+      const seq = await fanout.intend(doc);
+      expect(typeof seq).toBe("number");
+      fanout.forget(seq as number);
+    }
+    await sleep(500); // five polls
+    // Only a poll landing between an intent's publish and its delete (about a millisecond each,
+    // one at a time here) is handed that intent.
+    expect((await delivered()) - before).toBeLessThanOrEqual(3);
+  });
 });

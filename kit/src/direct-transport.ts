@@ -1,4 +1,4 @@
-import { create, isMessage, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, isMessage, type DescMessage, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import {
   ConnectError,
   createContextValues,
@@ -9,11 +9,12 @@ import {
   type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
+  type StreamResponse,
   type Transport,
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
-import { getAbortSignalReason, invokeUnaryImplementation, runUnaryCall } from "@connectrpc/connect/protocol";
+import { getAbortSignalReason, invokeUnaryImplementation, runStreamingCall, runUnaryCall, transformInvokeImplementation } from "@connectrpc/connect/protocol";
 
 // The one-process system's unary calls, without the wire: the client interceptors, then the
 // server interceptors and the implementation, called with the request message itself; the answer
@@ -24,11 +25,17 @@ import { getAbortSignalReason, invokeUnaryImplementation, runUnaryCall } from "@
 // fresh context values (only what the verified token says), a deadline or cancelled signal
 // rejects the call as over the wire. Messages are passed by reference: neither side changes a
 // message after handing it over (requests are built per call; answers are read, not edited).
-// Streaming calls take the router transport (`streams`). A call with neither a deadline nor a
-// signal of its caller (nearly all) also skips the abort signals and timers Connect would set up
-// for it, six per call: nothing could abort it, and no implementation here listens.
+// Server-streaming calls (the fan-out's follower pass, one per activity) go the same way: the
+// implementation's messages are handed to the caller as they come, behind the same interceptors,
+// with Connect's deadline and cancel handling (runStreamingCall); through the router, a stream's
+// async-iterable plumbing, envelopes, fetch headers and abort signals were about a tenth of the
+// one-process system's CPU per added activity. Client and bidi streams (none here) take the
+// router transport (`streams`). A unary call with neither a deadline nor a signal of its caller
+// (nearly all) also skips the abort signals and timers Connect would set up for it, six per
+// call: nothing could abort it, and no implementation here listens.
 
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
+type ServerStreamingSpec = Extract<MethodImplSpec, { kind: "server_streaming" }>;
 type Unary = (req: UnaryRequest) => Promise<UnaryResponse>;
 
 /** Never aborted: the signal of calls nothing can abort. */
@@ -55,20 +62,59 @@ function plainContext(req: UnaryRequest, url: string): HandlerContext {
   };
 }
 
-/** Collects the unary implementations that `routes` mounts. */
-function unarySpecs(routes: (router: ConnectRouter) => void): Map<string, UnarySpec> {
-  const specs = new Map<string, UnarySpec>();
+/** Collects the unary and server-streaming implementations that `routes` mounts. */
+function implSpecs(routes: (router: ConnectRouter) => void): { unary: Map<string, UnarySpec>; serverStreaming: Map<string, ServerStreamingSpec> } {
+  const unary = new Map<string, UnarySpec>();
+  const serverStreaming = new Map<string, ServerStreamingSpec>();
   const collector = {
     service(desc, impl) {
       const spec = createServiceImplSpec(desc, impl);
       for (const m of Object.values(spec.methods)) {
-        if (m.kind === "unary") specs.set(`${desc.typeName}/${m.method.name}`, m);
+        if (m.kind === "unary") unary.set(`${desc.typeName}/${m.method.name}`, m);
+        if (m.kind === "server_streaming") serverStreaming.set(`${desc.typeName}/${m.method.name}`, m);
       }
       return collector;
     },
   } as Pick<ConnectRouter, "service"> as ConnectRouter;
   routes(collector);
-  return specs;
+  return { unary, serverStreaming };
+}
+
+/**
+ * `messages` as its reader sees them: each read rejects once `signal` aborts (a deadline, a
+ * cancelled call) even while the implementation is still working on the next message; `finish`
+ * runs once, when the stream ends, fails or is left.
+ */
+function readUntilAborted<T>(messages: AsyncIterable<T>, signal: AbortSignal, finish: () => void): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = messages[Symbol.asyncIterator]();
+      let finished = false;
+      const end = () => {
+        if (!finished) {
+          finished = true;
+          finish();
+        }
+      };
+      return {
+        next: () =>
+          untilAborted(it.next(), signal).then(
+            (r) => {
+              if (r.done === true) end();
+              return r;
+            },
+            (e: unknown) => {
+              end();
+              throw e;
+            },
+          ),
+        return: async (value?: unknown) => {
+          end();
+          return (await it.return?.(value)) ?? { done: true, value: undefined };
+        },
+      };
+    },
+  };
 }
 
 /** `p`, or the signal's reason once it aborts (a deadline, a cancelled call). */
@@ -101,7 +147,7 @@ export function createDirectTransport(opts: {
   /** Streaming calls (and any method not mounted here) go this way. */
   streams: Transport;
 }): Transport {
-  const specs = unarySpecs(opts.routes);
+  const { unary: specs, serverStreaming } = implSpecs(opts.routes);
   const { clientInterceptors, serverInterceptors, streams } = opts;
   const urlOf = (req: UnaryRequest) => `in-process:/${req.method.parent.typeName}/${req.method.name}`;
   // The plain path: client interceptors, then the server side with a plain context.
@@ -177,6 +223,55 @@ export function createDirectTransport(opts: {
         },
       });
     },
-    stream: (...args) => streams.stream(...args),
+    stream<I extends DescMessage, O extends DescMessage>(
+      method: DescMethodStreaming<I, O>,
+      signal: AbortSignal | undefined,
+      timeoutMs: number | undefined,
+      header: ConstructorParameters<typeof Headers>[0],
+      input: AsyncIterable<MessageInitShape<I>>,
+      contextValues?: ContextValues,
+    ): Promise<StreamResponse<I, O>> {
+      const spec = serverStreaming.get(`${method.parent.typeName}/${method.name}`);
+      if (!spec) return streams.stream(method, signal, timeoutMs, header, input, contextValues);
+      const url = `in-process:/${method.parent.typeName}/${method.name}`;
+      return runStreamingCall<I, O>({
+        interceptors: clientInterceptors,
+        ...(signal ? { signal } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        req: {
+          stream: true,
+          service: method.parent,
+          method,
+          requestMethod: "POST",
+          url,
+          header: new Headers(header),
+          contextValues: contextValues ?? createContextValues(),
+          message: input,
+        },
+        next: async (req) => {
+          const ctx = createHandlerContext({
+            service: method.parent,
+            method,
+            protocolName: "in-process",
+            requestMethod: "POST",
+            url,
+            requestHeader: req.header,
+            requestSignal: req.signal,
+            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+            contextValues: createContextValues(),
+          });
+          // The server interceptors run when the first message is asked for, as over the wire.
+          const messages = transformInvokeImplementation(spec, ctx, serverInterceptors)(req.message) as AsyncIterable<MessageShape<O>>;
+          return {
+            stream: true,
+            service: method.parent,
+            method,
+            header: ctx.responseHeader,
+            trailer: ctx.responseTrailer,
+            message: readUntilAborted(messages, ctx.signal, () => ctx.abort()),
+          };
+        },
+      });
+    },
   };
 }

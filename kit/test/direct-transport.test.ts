@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, createContextKey, createContextValues } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
+import { GraphService, StreamFollowerFeedsResponseSchema, type StreamFollowerFeedsResponse } from "@feeds/proto/feeds/graph/v1/graph";
 import { GetCredentialRequestSchema, GetCredentialResponseSchema, TenancyService, type GetCredentialRequest, type GetCredentialResponse } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import {
   callerOf,
@@ -19,7 +19,7 @@ import {
 
 // The one-process system's in-process transport (kit/src/direct-transport.ts): unary calls reach
 // the implementation with the request message itself and answer its message, behind the same
-// interceptors as every other transport; streams take Connect's router transport.
+// interceptors as every other transport; so do server streams (their messages, as yielded).
 
 const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 const auth = createInternalAuth(randomBytes(32));
@@ -27,7 +27,7 @@ const auth = createInternalAuth(randomBytes(32));
 const clientOnly = createContextKey<string>("", { description: "client only" });
 
 function system(mode: "direct" | "router") {
-  const seen: { request?: GetCredentialRequest; answer?: GetCredentialResponse; clientOnly?: string } = {};
+  const seen: { request?: GetCredentialRequest; answer?: GetCredentialResponse; clientOnly?: string; yielded: StreamFollowerFeedsResponse[]; streamTenant?: string } = { yielded: [] };
   const modules: ServiceModule[] = [
     {
       name: "tenancy",
@@ -47,9 +47,16 @@ function system(mode: "direct" | "router") {
       name: "graph",
       routes: (router) =>
         router.service(GraphService, {
-          async *streamFollowerFeeds(req) {
-            yield { feeds: [`${req.feed?.group}:${req.feed?.id}`] };
-            yield { feeds: ["timeline:b", "timeline:c"] };
+          async *streamFollowerFeeds(req, ctx) {
+            seen.streamTenant = ctx.values.get(tenantKey);
+            const first = create(StreamFollowerFeedsResponseSchema, { feeds: [`${req.feed?.group}:${req.feed?.id}`] });
+            seen.yielded.push(first);
+            yield first;
+            if (req.feed?.id === "fails") throw notFound("no such feed");
+            if (req.feed?.id === "hangs") await new Promise<never>(() => undefined);
+            const second = create(StreamFollowerFeedsResponseSchema, { feeds: ["timeline:b", "timeline:c"] });
+            seen.yielded.push(second);
+            yield second;
           },
         }),
     },
@@ -106,10 +113,50 @@ describe("the in-process transport (direct)", () => {
     expect(Date.now() - t0).toBeLessThan(2000);
   });
 
-  it("carries server streams (through the router transport)", async () => {
-    const { graph } = system("direct");
+  const stream = (mode: "direct" | "router", id: string, timeoutMs?: number) => {
+    const s = system(mode);
+    const opts = { ...scope({ tenantId: "t1", caller: { kind: "system" } }), ...(timeoutMs !== undefined ? { timeoutMs } : {}) };
+    return { seen: s.seen, messages: s.graph.streamFollowerFeeds({ feed: { group: "user", id }, batchSize: 2 }, opts) };
+  };
+
+  it("hands a server stream's caller the messages the implementation yielded, behind the same interceptors (tenant from the token)", async () => {
+    const { seen, messages } = stream("direct", "a");
+    const got: StreamFollowerFeedsResponse[] = [];
+    for await (const m of messages) got.push(m);
+    expect(got.map((m) => m.feeds)).toEqual([["user:a"], ["timeline:b", "timeline:c"]]);
+    expect(got).toHaveLength(2);
+    got.forEach((m, i) => expect(m).toBe(seen.yielded[i]));
+    expect(seen.streamTenant).toBe("t1");
+  });
+
+  it("the router transport, for comparison, copies a stream's messages through the wire format", async () => {
+    const { seen, messages } = stream("router", "a");
+    const got: StreamFollowerFeedsResponse[] = [];
+    for await (const m of messages) got.push(m);
+    expect(got.map((m) => m.feeds)).toEqual(seen.yielded.map((m) => m.feeds));
+    got.forEach((m, i) => expect(m).not.toBe(seen.yielded[i]));
+  });
+
+  it("fails a stream's read with the Connect code of the service's error, after the messages before it", async () => {
+    const { messages } = stream("direct", "fails");
     const got: string[][] = [];
-    for await (const m of graph.streamFollowerFeeds({ feed: { group: "user", id: "a" }, batchSize: 2 }, scope({ tenantId: "t1", caller: { kind: "system" } }))) got.push(m.feeds);
-    expect(got).toEqual([["user:a"], ["timeline:b", "timeline:c"]]);
+    const err = await (async () => {
+      for await (const m of messages) got.push(m.feeds);
+    })().catch((e: unknown) => e);
+    expect(got).toEqual([["user:fails"]]);
+    expect((err as ConnectError).code).toBe(Code.NotFound);
+    expect(fromRpcError(err).code).toBe("NOT_FOUND");
+  });
+
+  it("cuts a stream off at its deadline with DeadlineExceeded while the implementation still works on its next message", async () => {
+    const { messages } = stream("direct", "hangs", 100);
+    const got: string[][] = [];
+    const t0 = Date.now();
+    const err = await (async () => {
+      for await (const m of messages) got.push(m.feeds);
+    })().catch((e: unknown) => e);
+    expect(got).toEqual([["user:hangs"]]);
+    expect((err as ConnectError).code).toBe(Code.DeadlineExceeded);
+    expect(Date.now() - t0).toBeLessThan(2000);
   });
 });

@@ -15,6 +15,7 @@
 //      drain time; floor: a bare route doing one insertOne (the activity); context: one doing
 //      the two inserts (activity + entry).
 import { randomUUID } from "node:crypto";
+import { existsSync, renameSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -410,13 +411,24 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       activities.countDocuments({ tenant_id: c.tenant.id }),
     ]);
     let routeCommands = null;
+    const profiled = new Set(["few", "full"]);
     const r = await load(targets, { connections, warmupS, roundS: seconds, rounds: 1, sequential: true, pauseMs: 0 }, {
       onRound: async (m) => {
-        if (m.target !== "full") return;
-        fullStart ??= performance.now();
-        if (cpuProfDir && c.gatewayPid) process.kill(c.gatewayPid, "SIGUSR2");
+        if (profiled.has(m.target) && cpuProfDir && c.gatewayPid) process.kill(c.gatewayPid, "SIGUSR2");
+        if (m.target === "full") fullStart ??= performance.now();
       },
       onRoundEnd: async (m) => {
+        if (m.target === "few" && cpuProfDir && c.gatewayPid) {
+          // The profiler writes gateway-<pid>.cpuprofile on the second signal; the full round's
+          // profile would take that name next.
+          process.kill(c.gatewayPid, "SIGUSR2");
+          const written = join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`);
+          const few = join(cpuProfDir, `gateway-${c.gatewayPid}-few.cpuprofile`);
+          await until("the few round's CPU profile", async () => (existsSync(written) ? true : null), { everyMs: 100, timeoutMs: 30_000 });
+          await sleep(500); // written in one call; let it finish
+          renameSync(written, few);
+          log(`  CPU profile of the gateway over the few round: ${few}`);
+        }
         if (m.target !== "full") return;
         if (cpuProfDir && c.gatewayPid) {
           process.kill(c.gatewayPid, "SIGUSR2");

@@ -478,6 +478,18 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       `  ratio few (${fewFollowers} followers) / one insertOne: ${(r.targets.few.rps / r.targets.one.rps).toFixed(3)} (target ≥ 0.50); ` +
         `full (${followersEach} followers) / one insertOne: ${(r.targets.full.rps / r.targets.one.rps).toFixed(3)}; full / two inserts: ${(r.targets.full.rps / r.targets.bare.rps).toFixed(3)}`,
     );
+    // Why the ratio is what it is: on two busy cores, throughput follows CPU per request. The
+    // system's own process (gateway, services and fan-out worker in one Node.js event loop) and the
+    // shared servers, per add, against the floor's process and servers per insertOne.
+    const cpuOf = (x) => ({ process: x.cpu.serverCpuMsPerRequest, shared: x.cpu.infraCpuMsPerRequest, by: x.cpu.infraCpuMsPerRequestBy });
+    const cpuWhy = { few: cpuOf(r.targets.few), one: cpuOf(r.targets.one) };
+    const byText = (b) => Object.entries(b).filter(([, ms]) => ms >= 0.005).map(([n, ms]) => `${n} ${ms.toFixed(2)}`).join(", ");
+    log(
+      `  CPU per add (${fewFollowers} followers) against per insertOne: system process ${cpuWhy.few.process.toFixed(2)} vs ${cpuWhy.one.process.toFixed(2)} ms, ` +
+        `shared servers ${cpuWhy.few.shared.toFixed(2)} (${byText(cpuWhy.few.by)}) vs ${cpuWhy.one.shared.toFixed(2)} (${byText(cpuWhy.one.by)}) ms: ` +
+        `${((cpuWhy.few.process + cpuWhy.few.shared) / (cpuWhy.one.process + cpuWhy.one.shared)).toFixed(2)}× the floor's CPU (≥ 0.50 of its throughput needs ≤ 2×); ` +
+        `the system's event loop ${(r.targets.few.cpu.serverCores * 100).toFixed(0)}% of a core`,
+    );
     log(
       `  at the end of the load: ${stop.activities} activities, ${stop.messages} fan-out tasks queued; drained ${drainS.toFixed(2)} s later ` +
         `(${drained.activities} activities, ${drained.entries} entries = ${followersEach + 1} each, ${fewFollowers + 1} for the ${drained.few} of the few round); ` +
@@ -506,6 +518,7 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
       followerEntries,
       fanoutEntriesPerS: followerEntries / totalS,
       polls,
+      cpuWhy,
       ratio: r.targets.few.rps / r.targets.one.rps,
       ratioFull: r.targets.full.rps / r.targets.one.rps,
       ratioTwoInserts: r.targets.full.rps / r.targets.bare.rps,

@@ -78,6 +78,14 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
     const warm = r.targets.warm;
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
+    // Why the ratio is what it is: both servers use a core or more at saturation, so throughput
+    // follows CPU per request.
+    const cpuPerPage = warm.cpu.serverCpuMsPerRequest;
+    const cpuPerHello = r.targets.hello.cpu.serverCpuMsPerRequest;
+    log(
+      `  CPU per warm page ${cpuPerPage.toFixed(3)} ms (shared servers ${warm.cpu.infraCpuMsPerRequest.toFixed(3)} more) against per hello ${cpuPerHello.toFixed(3)} ms: ` +
+        `${(cpuPerPage / cpuPerHello).toFixed(1)}× (≥ 0.15× of its throughput needs ≤ ${(1 / 0.15).toFixed(1)}×)`,
+    );
     log(`  MongoDB commands for ${ROUTE} over the load (warm-up and ${warm.sent} requests of the rounds): ${commands} ${JSON.stringify(byName)}`);
     // Latency at half of that saturation, open loop (openloop.mjs: requests on a schedule, each
     // timed from when it was due, so a stall shows): the issue's p99 target is 50 ms.
@@ -98,6 +106,7 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
       commandsByName: byName,
       // Requests of the warm-up are not counted in `sent`: an upper bound per read.
       commandsPerRead: commands / warm.sent,
+      cpuWhy: { pageMs: cpuPerPage, helloMs: cpuPerHello },
       ratio: warm.rps / r.targets.hello.rps,
       halfLoad: { rate: halfRate, sent: half.sent, ok: half.ok, p50: half.p50, p99: half.p99, p999: half.p999, maxMs: half.maxAnswerMs },
     };

@@ -107,6 +107,45 @@ export async function metricsExcerpt(system) {
   return text.split("\n").filter(wanted).join("\n");
 }
 
+/**
+ * Garbage collection in the system's process so far, by kind (major, minor, incremental,
+ * weakcb): count, seconds, and how many took longer than 10 and 100 ms (prom-client's
+ * nodejs_gc_duration_seconds); with `eventLoopMaxS`, the longest event-loop delay since the
+ * previous scrape (prom-client resets its delay histogram on every scrape).
+ */
+export async function gcSnapshot(metricsUrl) {
+  const text = await (await fetch(metricsUrl)).text();
+  const byKind = {};
+  let eventLoopMaxS = null;
+  for (const line of text.split("\n")) {
+    const m = /^nodejs_gc_duration_seconds_(count|sum|bucket)\{(?:le="([^"]+)",)?kind="([^"]+)"\} ([0-9.e+-]+)$/.exec(line);
+    if (m) {
+      const [, what, le, kind, value] = m;
+      const k = (byKind[kind] ??= { count: 0, seconds: 0, under10ms: 0, under100ms: 0 });
+      if (what === "count") k.count = Number(value);
+      if (what === "sum") k.seconds = Number(value);
+      if (what === "bucket" && le === "0.01") k.under10ms = Number(value);
+      if (what === "bucket" && le === "0.1") k.under100ms = Number(value);
+      continue;
+    }
+    const lag = /^nodejs_eventloop_lag_max_seconds ([0-9.e+-]+)$/.exec(line);
+    if (lag) eventLoopMaxS = Number(lag[1]);
+  }
+  return { byKind, eventLoopMaxS };
+}
+
+/** What `gcSnapshot` says happened between two snapshots, one line. */
+export function gcBetween(a, b) {
+  const parts = Object.entries(b.byKind).map(([kind, x]) => {
+    const y = a.byKind[kind] ?? { count: 0, seconds: 0, under10ms: 0, under100ms: 0 };
+    const n = x.count - y.count;
+    const over10 = n - (x.under10ms - y.under10ms);
+    const over100 = n - (x.under100ms - y.under100ms);
+    return `${kind} ${n} (${((x.seconds - y.seconds) * 1000).toFixed(0)} ms; ${over10} over 10 ms, ${over100} over 100 ms)`;
+  });
+  return `${parts.join(", ")}; longest event-loop delay ${b.eventLoopMaxS === null ? "?" : (b.eventLoopMaxS * 1000).toFixed(0)} ms`;
+}
+
 export const userToken = (tenant, userId) =>
   new SignJWT({ user_id: userId })
     .setProtectedHeader({ alg: "HS256", kid: tenant.apiKey })

@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { runLoad } from "./openloop.mjs";
-import { batch, fmt, load, machineNote, pool, range, until, userToken, withSystem } from "./system.mjs";
+import { batch, fmt, gcBetween, gcSnapshot, load, machineNote, pool, range, until, userToken, withSystem } from "./system.mjs";
 
 const ROUTE = "GET /v1/feeds/:group/:id";
 
@@ -90,11 +90,16 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
     // Latency at half of that saturation, open loop (openloop.mjs: requests on a schedule, each
     // timed from when it was due, so a stall shows): the issue's p99 target is 50 ms.
     const halfRate = Math.max(1, Math.round(warm.rps / 2));
+    const gc0 = await gcSnapshot(metricsUrl);
     const half = await runLoad({ url: c.url, mix: { module: join(benchDir, "one-request.mjs"), args: { path, headers } }, mode: "open", rate: halfRate, durationS: 8, connections: 64 }, { name: "openloop half" });
     log(
       `  open loop at half of it (${halfRate} req/s for 8 s): ${half.ok} of ${half.sent} answered 2xx, p50 ${half.p50.toFixed(1)} ms, p99 ${half.p99.toFixed(1)} ms, ` +
-        `p99.9 ${half.p999.toFixed(1)} ms, longest ${half.maxAnswerMs.toFixed(0)} ms (from each request's scheduled time)`,
+        `p99.9 ${half.p999.toFixed(1)} ms, longest ${half.maxAnswerMs.toFixed(0)} ms (from each request's scheduled time); ` +
+        `client: send lag p99 ${half.sendLag?.p99?.toFixed(1)} ms, ${half.clientQueued} queued at most`,
     );
+    // What stalls the tail: the system's garbage collections and event-loop delay over that round.
+    const gcHalf = gcBetween(gc0, await gcSnapshot(metricsUrl));
+    log(`  the system's process over that round: garbage collections ${gcHalf}`);
     return {
       namespace: c.namespace,
       loadAverage: c.loadAverage,
@@ -108,6 +113,7 @@ export async function runWarmUserPage({ infra, log, rounds = 4, roundS = 3, warm
       commandsPerRead: commands / warm.sent,
       cpuWhy: { pageMs: cpuPerPage, helloMs: cpuPerHello },
       ratio: warm.rps / r.targets.hello.rps,
+      halfLoadGc: gcHalf,
       halfLoad: { rate: halfRate, sent: half.sent, ok: half.ok, p50: half.p50, p99: half.p99, p999: half.p999, maxMs: half.maxAnswerMs },
     };
   }, { cpuProfDir });

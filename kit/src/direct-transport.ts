@@ -1,4 +1,4 @@
-import { create, isMessage, type DescMessage, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, isMessage, type DescMessage, type DescMethod, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import {
   ConnectError,
   createContextValues,
@@ -117,6 +117,31 @@ function readUntilAborted<T>(messages: AsyncIterable<T>, signal: AbortSignal, fi
   };
 }
 
+/** What a call's request says beside its kind and message. */
+const callOf = <M extends DescMethod>(method: M, url: string, header: ConstructorParameters<typeof Headers>[0], contextValues: ContextValues | undefined) => ({
+  service: method.parent,
+  method,
+  requestMethod: "POST" as const,
+  url,
+  header: new Headers(header),
+  contextValues: contextValues ?? createContextValues(),
+});
+
+/** The server side of a call that has a deadline or a signal: fresh context values (only what the
+ * verified token says), aborted with the call. */
+const serverContext = (method: DescMethod, url: string, req: { header: Headers; signal: AbortSignal }, timeoutMs: number | undefined) =>
+  createHandlerContext({
+    service: method.parent,
+    method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url,
+    requestHeader: req.header,
+    requestSignal: req.signal,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    contextValues: createContextValues(),
+  });
+
 /** `p`, or the signal's reason once it aborts (a deadline, a cancelled call). */
 function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
   const reason = () => {
@@ -192,28 +217,9 @@ export function createDirectTransport(opts: {
         interceptors: clientInterceptors,
         signal,
         timeoutMs,
-        req: {
-          stream: false,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url,
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        req: { stream: false, ...callOf(method, url, header, contextValues), message: input },
         next: async (req) => {
-          const ctx = createHandlerContext({
-            service: method.parent,
-            method,
-            protocolName: "in-process",
-            requestMethod: "POST",
-            url,
-            requestHeader: req.header,
-            requestSignal: req.signal,
-            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-            contextValues: createContextValues(),
-          });
+          const ctx = serverContext(method, url, req, timeoutMs);
           try {
             const message = (await untilAborted(invokeUnaryImplementation(spec, ctx, req.message, serverInterceptors), req.signal)) as MessageShape<O>;
             return { stream: false, service: method.parent, method, header: ctx.responseHeader, trailer: ctx.responseTrailer, message };
@@ -238,28 +244,9 @@ export function createDirectTransport(opts: {
         interceptors: clientInterceptors,
         ...(signal ? { signal } : {}),
         ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-        req: {
-          stream: true,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url,
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        req: { stream: true, ...callOf(method, url, header, contextValues), message: input },
         next: async (req) => {
-          const ctx = createHandlerContext({
-            service: method.parent,
-            method,
-            protocolName: "in-process",
-            requestMethod: "POST",
-            url,
-            requestHeader: req.header,
-            requestSignal: req.signal,
-            ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-            contextValues: createContextValues(),
-          });
+          const ctx = serverContext(method, url, req, timeoutMs);
           // The server interceptors run when the first message is asked for, as over the wire.
           const messages = transformInvokeImplementation(spec, ctx, serverInterceptors)(req.message) as AsyncIterable<MessageShape<O>>;
           return {

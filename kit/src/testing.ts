@@ -1,5 +1,7 @@
 import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
 import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
+import type { JetStreamManager } from "nats";
 import { configSchema, type Config } from "./config.js";
 import { createLogger, type Logger } from "./log.js";
 import { connectNats, ensureQueue, type Nats, type QueueName } from "./nats.js";
@@ -38,6 +40,36 @@ export type TestEnv<P extends TestEnvParts> = {
   readonly close: () => Promise<void>;
 } & { readonly [K in keyof P & keyof Opened]: Opened[K] };
 
+/**
+ * Removes what `namespace` left in the parts given: drops its database, deletes its Redis keys
+ * (`<namespace>:…`) and its streams (`<namespace>_…`, their consumers with them). Every step runs
+ * whichever failed before it; the failures are thrown together at the end.
+ */
+export async function dropNamespace(namespace: string, parts: { db?: Db; redis?: Redis; jsm?: JetStreamManager }): Promise<void> {
+  const failures: unknown[] = [];
+  const step = (fn: () => Promise<unknown>) => fn().catch((e: unknown) => void failures.push(e));
+  const { db, redis, jsm } = parts;
+  if (db) await step(() => db.dropDatabase());
+  if (redis) {
+    await step(async () => {
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "MATCH", `${namespace}:*`, "COUNT", 500);
+        cursor = next;
+        if (keys.length) await redis.del(...keys);
+      } while (cursor !== "0");
+    });
+  }
+  if (jsm) {
+    await step(async () => {
+      for await (const s of jsm.streams.list()) {
+        if (s.config.name.startsWith(`${namespace}_`)) await jsm.streams.delete(s.config.name);
+      }
+    });
+  }
+  if (failures.length) throw new AggregateError(failures, `namespace ${namespace}: teardown failed`);
+}
+
 /** A namespace `<prefix>_<random>` with the parts asked for, readable once `open()` has run. */
 export function createTestEnv<P extends TestEnvParts>(prefix: string, parts: P): TestEnv<P> {
   const namespace = `${prefix}_${randomBytes(4).toString("hex")}`;
@@ -73,23 +105,10 @@ export function createTestEnv<P extends TestEnvParts>(prefix: string, parts: P):
     const failures: unknown[] = [];
     const step = (fn: () => Promise<unknown>) => fn().catch((e: unknown) => void failures.push(e));
     const { db, redis, nats } = opened;
-    if (db) await step(() => db.dropDatabase());
+    await step(() => dropNamespace(namespace, { ...(db ? { db } : {}), ...(redis ? { redis: redis.redis } : {}), ...(nats ? { jsm: nats.jsm } : {}) }));
     if (mongo) await step(() => mongo.close());
-    if (redis) {
-      await step(async () => {
-        const keys = await redis.redis.keys(`${namespace}:*`);
-        if (keys.length) await redis.redis.del(...keys);
-      });
-      await step(() => redis.close());
-    }
-    if (nats) {
-      await step(async () => {
-        for await (const s of nats.jsm.streams.list()) {
-          if (s.config.name.startsWith(`${namespace}_`)) await nats.jsm.streams.delete(s.config.name);
-        }
-      });
-      await step(() => nats.close());
-    }
+    if (redis) await step(() => redis.close());
+    if (nats) await step(() => nats.close());
     if (failures.length) throw new AggregateError(failures, `test namespace ${namespace}: teardown failed`);
   }
 

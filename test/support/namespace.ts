@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { Redis } from "ioredis";
 import { connect } from "nats";
+import { dropNamespace as dropParts } from "@feeds/kit/testing";
 
 export interface InfraUrls {
   mongoUrl: string;
@@ -15,29 +16,13 @@ export const newNamespace = (prefix = "t") => `${prefix}_${Date.now().toString(3
 /** Drops everything a namespace left: its database, its streams and its Redis keys. */
 export async function dropNamespace(ns: string, urls: InfraUrls): Promise<void> {
   const mongo = new MongoClient(urls.mongoUrl, { serverSelectionTimeoutMS: 3000 });
-  try {
-    await mongo.db(ns).dropDatabase();
-  } finally {
-    await mongo.close();
-  }
   const nc = await connect({ servers: urls.natsUrl });
-  try {
-    const jsm = await nc.jetstreamManager();
-    for await (const s of jsm.streams.list()) {
-      if (s.config.name.startsWith(`${ns}_`)) await jsm.streams.delete(s.config.name);
-    }
-  } finally {
-    await nc.drain();
-  }
   const redis = new Redis(urls.redisUrl);
   try {
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", `${ns}:*`, "COUNT", 500);
-      cursor = next;
-      if (keys.length) await redis.del(...keys);
-    } while (cursor !== "0");
+    await dropParts(ns, { db: mongo.db(ns), redis, jsm: await nc.jetstreamManager() });
   } finally {
+    await mongo.close();
+    await nc.drain();
     redis.disconnect();
   }
 }

@@ -41,7 +41,8 @@ export interface QueueWorkerOptions {
   /**
    * Takes what the queue holds every `pollMs` instead of keeping a pull open: a task then waits up
    * to that long, and one deleted from the stream meanwhile is never delivered. For queues whose
-   * messages are mostly deleted soon after they are published (fan-out intents).
+   * messages are mostly deleted soon after they are published (fan-out intents). Each poll checks
+   * the consumer first (a consumer lost with NATS's state is made again). Sends no `beats`.
    */
   pollMs?: number;
 }

@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { api, benchDir, commandsSince, cpuMeter, mongoCommands, sleep, startNode } from "./lib.mjs";
 import { seedFollowers } from "./celebrity.mjs";
-import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, metricsExcerpt, pool, range, until, userToken, withSystem } from "./system.mjs";
+import { batch, copyIndexes, fmt, infraSeconds, load, machineNote, metricsExcerpt, pool, range, serversText, until, userToken, withSystem } from "./system.mjs";
 
 // Deletes a feed head (sorted set and its partial/complete flags), the cached activities of its
 // first page (the next ARGV[1] keys) and the read-cache entries of their actor users and objects
@@ -483,10 +483,9 @@ export async function runWrites({ infra, log, authors = 10, followersEach = 100,
     // shared servers, per add, against the floor's process and servers per insertOne.
     const cpuOf = (x) => ({ process: x.cpu.serverCpuMsPerRequest, shared: x.cpu.infraCpuMsPerRequest, by: x.cpu.infraCpuMsPerRequestBy });
     const cpuWhy = { few: cpuOf(r.targets.few), one: cpuOf(r.targets.one) };
-    const byText = (b) => Object.entries(b).filter(([, ms]) => ms >= 0.005).map(([n, ms]) => `${n} ${ms.toFixed(2)}`).join(", ");
     log(
       `  CPU per add (${fewFollowers} followers) against per insertOne: system process ${cpuWhy.few.process.toFixed(2)} vs ${cpuWhy.one.process.toFixed(2)} ms, ` +
-        `shared servers ${cpuWhy.few.shared.toFixed(2)} (${byText(cpuWhy.few.by)}) vs ${cpuWhy.one.shared.toFixed(2)} (${byText(cpuWhy.one.by)}) ms: ` +
+        `shared servers ${cpuWhy.few.shared.toFixed(2)} (${serversText(cpuWhy.few.by)}) vs ${cpuWhy.one.shared.toFixed(2)} (${serversText(cpuWhy.one.by)}) ms: ` +
         `${((cpuWhy.few.process + cpuWhy.few.shared) / (cpuWhy.one.process + cpuWhy.one.shared)).toFixed(2)}× the floor's CPU (≥ 0.50 of its throughput needs ≤ 2×); ` +
         `the system's event loop ${(r.targets.few.cpu.serverCores * 100).toFixed(0)}% of a core`,
     );

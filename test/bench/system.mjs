@@ -238,11 +238,18 @@ export async function load(targets, o, hooks = {}) {
   return r;
 }
 
+/** CPU per request by shared server (`infraCpuMsPerRequestBy`), one line: "postgres 0.53, ferretdb 0.77". */
+export const serversText = (by) =>
+  Object.entries(by)
+    .filter(([, ms]) => ms >= 0.005)
+    .map(([name, ms]) => `${name} ${ms.toFixed(2)}`)
+    .join(", ") || "none";
+
 export const fmt = (x) =>
   `${x.rps.toFixed(0)} req/s (rounds ${x.roundRps.map((v) => v.toFixed(0)).join(", ")}), p50 ${x.p50.toFixed(2)} ms, p99 ${x.p99.toFixed(2)} ms; ` +
   `server ${(x.cpu.serverCores * 100).toFixed(0)}% core (${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req), ` +
   `shared servers ${(x.cpu.infraCores * 100).toFixed(0)}% (${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req: ` +
-  `${Object.entries(x.cpu.infraCpuMsPerRequestBy).filter(([, ms]) => ms >= 0.005).map(([name, ms]) => `${name} ${ms.toFixed(2)}`).join(", ") || "none"})` +
+  `${serversText(x.cpu.infraCpuMsPerRequestBy)})` +
   (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors ${JSON.stringify(x.statuses)}` : "");
 
 export const machineNote = (m) =>

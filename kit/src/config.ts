@@ -114,6 +114,21 @@ export const configSchema = z.object({
 
 export type Config = z.infer<typeof configSchema>;
 
+/** The request-shape bounds the SDK and the gateway check (sdk/src/limits.ts). */
+export { requestLimits } from "@feeds/sdk";
+
+/** Fixed bounds the services hold whatever the deployment; docs/limits.md lists each for users. */
+export const limits = {
+  /** Comment blocklist: terms, characters of one term once trimmed, words across all terms. */
+  blocklistTerms: 1000,
+  blocklistTermChars: 100,
+  blocklistWords: 5000,
+  /** Distinct reaction kinds one activity may carry; also the most kinds a tenant may declare. */
+  reactionKindsPerActivity: 25,
+  /** Webhook deliveries of one tenant in flight at once in one notification worker process. */
+  webhookDeliveriesPerTenant: 64,
+} as const;
+
 export const serviceNames = [
   "tenancy",
   "identity",

@@ -13,6 +13,7 @@ export * from "./http.js";
 export type * from "./types.js";
 export * from "./clients.js";
 export * from "./operator-client.js";
+export * from "./limits.js";
 export * from "./route-def.js";
 export * from "./routes.js";
 export * from "./routes-operator.js";

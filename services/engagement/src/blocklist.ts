@@ -1,10 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { FeedsError, validationFailed } from "@feeds/kit";
-
-/** A tenant's blocklist: at most this many terms, each 1..100 characters once trimmed. */
-export const MAX_TERMS = 1000;
-export const MAX_TERM_LENGTH = 100;
+import { FeedsError, limits, validationFailed } from "@feeds/kit";
+import { foldTerm, foldText, textUnits } from "./blocklist-text.js";
+import { createTermAutomaton } from "./term-automaton.js";
 
 interface BlocklistDoc {
   _id: string; // tenant id
@@ -14,37 +12,53 @@ interface BlocklistDoc {
   updated_at: Date;
 }
 
-/** Trimmed, inner whitespace collapsed, lower-cased, without repeats, sorted. */
+/** The longest term accepted before trimming, as the gateway's schema has it. */
+const RAW_TERM_CHARS = 10 * limits.blocklistTermChars;
+
+/**
+ * Folded (NFKC, invisible characters removed, lower-cased), inner whitespace collapsed, trimmed,
+ * without repeats, sorted; within the bounds of terms, characters per term and words in all.
+ */
 export function normalizeTerms(terms: readonly string[]): string[] {
-  if (terms.length > MAX_TERMS) throw validationFailed([{ path: "terms", message: `at most ${MAX_TERMS} terms` }]);
+  if (terms.length > limits.blocklistTerms) throw validationFailed([{ path: "terms", message: `at most ${limits.blocklistTerms} terms` }]);
   const out = new Set<string>();
   terms.forEach((raw, i) => {
-    const t = raw.normalize("NFC").trim().replace(/\s+/gu, " ").toLowerCase();
-    if (t.length < 1 || t.length > MAX_TERM_LENGTH) {
-      throw validationFailed([{ path: `terms.${i}`, message: `must be 1 to ${MAX_TERM_LENGTH} characters once trimmed` }]);
+    const t = raw.length > RAW_TERM_CHARS ? "" : foldTerm(raw);
+    if (t.length < 1 || t.length > limits.blocklistTermChars) {
+      const message = `must be 1 to ${limits.blocklistTermChars} characters once trimmed and normalised`;
+      throw validationFailed([{ path: `terms.${i}`, message }]);
     }
     out.add(t);
   });
+  let words = 0;
+  for (const t of out) words += [...textUnits(t)].length;
+  if (words > limits.blocklistWords) {
+    const message = `at most ${limits.blocklistWords} words across all terms (a punctuation mark or symbol counts as a word)`;
+    throw validationFailed([{ path: "terms", message }]);
+  }
   return [...out].sort();
 }
 
-/** Escapes what a `u`-mode pattern treats as syntax (it refuses escapes of anything else). */
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+export interface BlocklistMatcher {
+  /** True when `text` holds a term: in time linear in the text, whatever the terms. */
+  test(text: string): boolean;
+}
 
 /**
- * One regular expression for all terms: a term matches as a whole word (no letter, digit or `_`
- * right before or after it), case-insensitively; whitespace inside a term matches any whitespace.
+ * All terms in one automaton. A term matches as whole words, case-insensitively and after NFKC
+ * (full-width letters are letters), ignoring invisible characters; whitespace inside a term matches
+ * any whitespace. Terms are folded here too: lists stored before folding existed still match.
  */
-export function blocklistMatcher(terms: readonly string[]): RegExp | null {
+export function createBlocklistMatcher(terms: readonly string[]): BlocklistMatcher | null {
   if (terms.length === 0) return null;
-  const alternatives = terms.map((t) => t.split(" ").map(escape).join("\\s+")).join("|");
-  return new RegExp(`(?<![\\p{L}\\p{N}\\p{M}_])(?:${alternatives})(?![\\p{L}\\p{N}\\p{M}_])`, "iu");
+  const automaton = createTermAutomaton(terms.map((t) => [...textUnits(foldTerm(t))]));
+  return { test: (text) => automaton.matches(textUnits(foldText(text))) };
 }
 
 /** The tenant blocklist: stored in MongoDB, compiled once per version in this process. */
 export function createModeration(db: Db) {
   const lists: Collection<BlocklistDoc> = db.collection<BlocklistDoc>("blocklists");
-  const compiled = new Map<string, { version: string; matcher: RegExp | null }>();
+  const compiled = new Map<string, { version: string; matcher: BlocklistMatcher | null }>();
 
   return {
     async get(tenantId: string): Promise<string[]> {
@@ -65,12 +79,12 @@ export function createModeration(db: Db) {
       if (!doc || doc.terms.length === 0) return;
       let entry = compiled.get(tenantId);
       if (entry?.version !== doc.version) {
-        entry = { version: doc.version, matcher: blocklistMatcher(doc.terms) };
+        entry = { version: doc.version, matcher: createBlocklistMatcher(doc.terms) };
         // A bounded memo: forget the oldest tenant past 1000.
         if (compiled.size >= 1000) compiled.delete(compiled.keys().next().value as string);
         compiled.set(tenantId, entry);
       }
-      if (entry.matcher?.test(text.normalize("NFC"))) {
+      if (entry.matcher?.test(text)) {
         throw new FeedsError("CONTENT_REJECTED", "the text contains a term of the tenant's blocklist");
       }
     },

@@ -47,7 +47,7 @@ export interface BlocklistMatcher {
 /**
  * All terms in one automaton. A term matches as whole words, case-insensitively and after NFKC
  * (full-width letters are letters), ignoring invisible characters; whitespace inside a term matches
- * any whitespace. Terms are folded here too: lists stored before folding existed still match.
+ * any whitespace. Terms are folded here too, so stored lists that were only lower-cased match alike.
  */
 export function createBlocklistMatcher(terms: readonly string[]): BlocklistMatcher | null {
   if (terms.length === 0) return null;

@@ -351,7 +351,7 @@ export class ServerClient extends FeedApiClient {
     return this.route(serverRoutes.setBlocklist, { body: { terms } });
   }
 
-  /** `GET /v1/moderation/blocklist` → the list as stored (trimmed, lower-cased, sorted). */
+  /** `GET /v1/moderation/blocklist` → the list as stored (NFKC, invisible characters removed, lower-cased, trimmed, sorted). */
   getBlocklist(): Promise<Blocklist> {
     return this.route(serverRoutes.getBlocklist);
   }

@@ -28,7 +28,7 @@ export const replySchema = z.object({
 });
 export const replyPage = pageOf(replySchema);
 
-/** The blocklist as stored: trimmed, lower-cased, sorted. */
+/** The blocklist as stored: NFKC, invisible characters removed, lower-cased, trimmed, sorted. */
 export const blocklistSchema = z.object({ terms: z.array(z.string()) });
 
 export const notificationSchema = z.object({

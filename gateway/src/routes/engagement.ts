@@ -1,4 +1,4 @@
-import { isoOf, notFound } from "@feeds/kit";
+import { isoOf, limits, notFound } from "@feeds/kit";
 import type { Comment, Reaction } from "@feeds/proto/feeds/engagement/v1/engagement";
 import {
   actingUserQuery,
@@ -199,7 +199,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     method: "PUT",
     url: "/v1/moderation/blocklist",
     auth: "server",
-    summary: "Replace the comment blocklist (whole words, case-insensitive; comments, replies and edits holding one answer 422)",
+    summary: `Replace the comment blocklist (whole words, case-insensitive, full-width and invisible characters folded; at most ${limits.blocklistWords} words in all; comments, replies and edits holding one answer 422)`,
     tags: ["moderation"],
     body: blocklistBody,
     response: { 200: blocklistSchema },
@@ -212,7 +212,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     method: "GET",
     url: "/v1/moderation/blocklist",
     auth: "server",
-    summary: "The comment blocklist as stored (trimmed, lower-cased, sorted)",
+    summary: "The comment blocklist as stored (NFKC, invisible characters removed, lower-cased, trimmed, sorted)",
     tags: ["moderation"],
     response: { 200: blocklistSchema },
     async handler({ call }) {

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { groupPattern, groupString, idPattern, idString, pageQuery } from "./schemas.js";
 import { customObject } from "./schemas-custom.js";
-import { patchPathIssues } from "./schemas-patch.js";
+import { patchPathIssues, patchSet, patchUnset } from "./schemas-patch.js";
 
 // Request schemas of the activity and feed routes (interface section 4, contract sections 2 and 4).
 
@@ -76,12 +76,12 @@ export type AddActivityBody = z.infer<typeof addActivityBody>;
 /**
  * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s (no segment
  * starting with `$`), `refs` replaces the refs. At least one change; no path may repeat or
- * contain another.
+ * contain another; counts, lengths, depth and size within `requestLimits`.
  */
 export const patchActivityBody = z
   .object({
-    set: z.record(z.string(), z.unknown()).optional(),
-    unset: z.array(z.string()).max(100).optional(),
+    set: patchSet.optional(),
+    unset: patchUnset.optional(),
     refs: refsList.optional(),
   })
   .superRefine((b, ctx) => {

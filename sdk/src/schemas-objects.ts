@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { idPattern, idString } from "./schemas.js";
 import { customObject } from "./schemas-custom.js";
-import { patchPathIssues } from "./schemas-patch.js";
+import { patchPathIssues, patchSet, patchUnset } from "./schemas-patch.js";
 
 // Request schemas of the object routes (`type:id`). Object type and id follow the contract's
 // id rule (section 4); custom follows the one custom rule (schemas-custom.ts).
@@ -15,12 +15,13 @@ export const putObjectBody = z.object({ custom: customObject });
 
 /**
  * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s. At least
- * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`).
+ * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`);
+ * counts, lengths, depth and size within `requestLimits`.
  */
 export const patchObjectBody = z
   .object({
-    set: z.record(z.string(), z.unknown()).optional(),
-    unset: z.array(z.string()).max(100, "at most 100 paths").optional(),
+    set: patchSet.optional(),
+    unset: patchUnset.optional(),
   })
   .superRefine((b, ctx) => {
     for (const issue of patchPathIssues(b.set, b.unset, { dollarSegments: true })) ctx.addIssue({ code: "custom", ...issue });

@@ -1,10 +1,11 @@
 import { createHash } from "node:crypto";
+import { requestLimits } from "@feeds/sdk";
 
 // Identifier and size rules of the contract (section 4), shared by gateway and services.
 export const ID_PATTERN = /^[A-Za-z0-9_\-.@]{1,128}$/;
 export const GROUP_PATTERN = /^[A-Za-z0-9_]{1,64}$/;
-/** custom objects: at most 64 KB of JSON. */
-export const MAX_CUSTOM_BYTES = 64 * 1024;
+/** custom objects: serialized JSON bytes at most (the SDK's request limit, checked again here). */
+export const MAX_CUSTOM_BYTES = requestLimits.customBytes;
 
 export const isId = (s: string): boolean => ID_PATTERN.test(s);
 export const isGroup = (s: string): boolean => GROUP_PATTERN.test(s);

@@ -1,3 +1,4 @@
+import { requestLimits } from "@feeds/sdk";
 import { validationFailed, type FieldError } from "./errors.js";
 import { MAX_CUSTOM_BYTES } from "./ids.js";
 
@@ -13,8 +14,8 @@ type JsonObject = Record<string, unknown>;
 
 /** Segments that name JavaScript's prototype machinery: never a field of a client path. */
 export const RESERVED_PATH_SEGMENTS: readonly string[] = ["__proto__", "constructor", "prototype"];
-export const MAX_PATCH_PATH_LENGTH = 1024;
-export const MAX_UNSET_PATHS = 100;
+export const MAX_PATCH_PATH_LENGTH = requestLimits.patchPathChars;
+export const MAX_UNSET_PATHS = requestLimits.patchUnsetPaths;
 export const PATCH_PATH_RULE = "must be a path under custom. (e.g. custom.title)";
 export const RESERVED_SEGMENT_RULE = "must not contain a __proto__, constructor or prototype segment";
 

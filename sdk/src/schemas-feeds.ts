@@ -1,13 +1,12 @@
 import { z } from "zod";
 import { groupPattern, groupString, idPattern, idString, pageQuery } from "./schemas.js";
-import { patchPathIssues } from "./schemas-patch.js";
+import { customObject } from "./schemas-custom.js";
+import { patchPathIssues, patchSet, patchUnset } from "./schemas-patch.js";
 
 // Request schemas of the activity and feed routes (interface section 4, contract sections 2 and 4).
 
 // Only route schemas are exported: sibling schema modules share the package's namespace.
 
-/** custom objects: at most 64 KB of serialized JSON. */
-const MAX_CUSTOM_BYTES = 64 * 1024;
 /** refs per activity: at most 4, no duplicates, each `type:id`. */
 const MAX_REFS = 4;
 
@@ -17,12 +16,6 @@ const refPattern = new RegExp(`^${idChars}:${idChars}$`);
 const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** Activity ids are UUIDs: anything else names no activity. */
 export const isActivityId = (id: string): boolean => uuidPattern.test(id);
-
-const byteLength = (s: string) => new TextEncoder().encode(s).length;
-
-const customObject = z
-  .record(z.string(), z.unknown())
-  .refine((c) => byteLength(JSON.stringify(c)) <= MAX_CUSTOM_BYTES, { message: "must be at most 64 KB serialized" });
 
 const refString = z.string().regex(refPattern, "must be type:id, each matching ^[A-Za-z0-9_\\-.@]{1,128}$");
 
@@ -83,12 +76,12 @@ export type AddActivityBody = z.infer<typeof addActivityBody>;
 /**
  * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s (no segment
  * starting with `$`), `refs` replaces the refs. At least one change; no path may repeat or
- * contain another.
+ * contain another; counts, lengths, depth and size within `requestLimits`.
  */
 export const patchActivityBody = z
   .object({
-    set: z.record(z.string(), z.unknown()).optional(),
-    unset: z.array(z.string()).max(100).optional(),
+    set: patchSet.optional(),
+    unset: patchUnset.optional(),
     refs: refsList.optional(),
   })
   .superRefine((b, ctx) => {
@@ -121,7 +114,7 @@ export const batchActivityItem = z.object({
     target: z.string().optional(),
     foreign_id: z.string().optional(),
     time: z.iso.datetime({ offset: true }).optional(),
-    custom: z.record(z.string(), z.unknown()).default({}),
+    custom: customObject.default({}),
     refs: z.array(z.string()).default([]),
   }),
 });

@@ -1,33 +1,27 @@
 import { z } from "zod";
 import { idPattern, idString } from "./schemas.js";
-import { patchPathIssues } from "./schemas-patch.js";
+import { customObject } from "./schemas-custom.js";
+import { patchPathIssues, patchSet, patchUnset } from "./schemas-patch.js";
 
 // Request schemas of the object routes (`type:id`). Object type and id follow the contract's
-// id rule (section 4); custom is a JSON object of at most 64 KB.
+// id rule (section 4); custom follows the one custom rule (schemas-custom.ts).
 
-/** custom objects: at most 64 KB of JSON text. */
-export const MAX_OBJECT_CUSTOM_BYTES = 64 * 1024;
 /** Items of `POST /v1/objects/bulk` and `POST /v1/batch/objects`, refs of `GET /v1/objects`. */
 export const MAX_OBJECTS_PER_CALL = 100;
 
-const jsonBytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
-
-export const objectCustom = z
-  .record(z.string(), z.unknown())
-  .refine((v) => jsonBytes(v) <= MAX_OBJECT_CUSTOM_BYTES, "must be at most 64 KB");
-
 export const objectParams = z.object({ type: idString, id: idString });
 
-export const putObjectBody = z.object({ custom: objectCustom });
+export const putObjectBody = z.object({ custom: customObject });
 
 /**
  * Patch body: `set` maps `custom.<path>` to a value, `unset` lists `custom.<path>`s. At least
- * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`).
+ * one path; no path may repeat or contain another (named `set.<key>` or `unset.<index>`);
+ * counts, lengths, depth and size within `requestLimits`.
  */
 export const patchObjectBody = z
   .object({
-    set: z.record(z.string(), z.unknown()).optional(),
-    unset: z.array(z.string()).max(100, "at most 100 paths").optional(),
+    set: patchSet.optional(),
+    unset: patchUnset.optional(),
   })
   .superRefine((b, ctx) => {
     for (const issue of patchPathIssues(b.set, b.unset, { dollarSegments: true })) ctx.addIssue({ code: "custom", ...issue });
@@ -37,7 +31,7 @@ export const patchObjectBody = z
   });
 
 /** One object of a bulk upsert or batch import: type, id and custom are all required. */
-export const batchObjectItem = z.object({ type: idString, id: idString, custom: objectCustom });
+export const batchObjectItem = z.object({ type: idString, id: idString, custom: customObject });
 
 /** Bulk upsert validates every item: a bad one answers 400 naming it (`objects.3.id`). */
 export const bulkObjectsBody = z.object({

@@ -1,13 +1,24 @@
+import { z } from "zod";
+import { requestLimits } from "./limits.js";
+import { depthExceeds, jsonBytes } from "./schemas-custom.js";
+
 // The one rule for the paths of every patch body (activities, objects, and the comments and users
 // that follow): `set` keys and `unset` entries are `custom.` paths. The services' walker
 // (`kit/src/json-path.ts`) holds the same rule again where the paths meet the stored object.
 // Internal to the SDK: the schema modules use it, the package does not export it.
+// Any user token may send a patch body before its activity is looked up, so the work here is
+// bounded by counts checked first: keys, then characters and segments of each path.
+
+const { patchSetKeys, patchUnsetPaths, patchPathChars, patchPathSegments, patchSetBytes, customDepth } = requestLimits;
 
 /** Segments that name JavaScript's prototype machinery: never a field of a client path. */
 const RESERVED_SEGMENTS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
-const MAX_PATH_LENGTH = 1024;
 const PATCH_PATH_RULE = "must be a path under custom. (e.g. custom.title)";
 const RESERVED_SEGMENT_RULE = "must not contain a __proto__, constructor or prototype segment";
+const CHARS_RULE = `must be at most ${patchPathChars} characters`;
+const SEGMENTS_RULE = `must have at most ${patchPathSegments} segments, custom included`;
+const DEPTH_RULE = `must leave custom at most ${customDepth} levels deep, the path's own levels included`;
+const SET_BYTES_RULE = `must be at most ${patchSetBytes / 1024} KB serialized`;
 
 export interface PatchPathRules {
   /** Whether a segment may start with `$` (activities: no; objects: yes). */
@@ -19,48 +30,88 @@ export interface PatchPathIssue {
   message: string;
 }
 
-/** The rule one path breaks, or null. */
-function pathRuleBroken(path: string, rules: PatchPathRules): string | null {
+/** `set` of a patch body: its keys are counted before zod walks them. */
+export const patchSet = z.preprocess((raw: Record<string, unknown>, ctx) => {
+  const value: unknown = raw; // the declared type is the schema's input; the value is any JSON
+  if (typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length > patchSetKeys) {
+    ctx.addIssue({ code: "custom", message: `at most ${patchSetKeys} keys` });
+  }
+  return value;
+}, z.record(z.string(), z.unknown()));
+
+/** `unset` of a patch body. */
+export const patchUnset = z.array(z.string()).max(patchUnsetPaths, `at most ${patchUnsetPaths} paths`);
+
+/** The segments of one path, or the cap or rule it breaks (caps first: they bound the split). */
+function segmentsOf(path: string, rules: PatchPathRules): string[] | string {
+  if (path.length > patchPathChars) return CHARS_RULE;
   const segments = path.split(".");
+  if (segments.length > patchPathSegments) return SEGMENTS_RULE;
   const fields = segments.slice(1);
-  if (path.length > MAX_PATH_LENGTH || segments[0] !== "custom" || fields.length === 0) return PATCH_PATH_RULE;
+  if (segments[0] !== "custom" || fields.length === 0) return PATCH_PATH_RULE;
   if (fields.some((s) => s === "" || (!rules.dollarSegments && s.startsWith("$")))) return PATCH_PATH_RULE;
   if (fields.some((s) => RESERVED_SEGMENTS.has(s))) return RESERVED_SEGMENT_RULE;
-  return null;
+  return segments;
+}
+
+interface CheckedPath {
+  path: string;
+  segments: string[];
+  at: (string | number)[];
+  order: number;
+}
+
+/** Segment by segment, so a path sorts right before the paths inside it (`a`, `a.b`, `a-b`). */
+function compareSegments(a: readonly string[], b: readonly string[]): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return (a[i] as string) < (b[i] as string) ? -1 : 1;
+  return a.length - b.length;
+}
+
+const isPrefix = (p: readonly string[], q: readonly string[]) => p.length <= q.length && p.every((s, i) => s === q[i]);
+
+/**
+ * Paths that overlap an earlier one in segment order (the same field twice, or a field inside
+ * another): once sorted, the paths inside a path follow it without a gap, so each is compared
+ * with the last path that overlapped none before it. Of equal paths the first sent is kept.
+ */
+function overlapIssues(paths: CheckedPath[]): { order: number; issue: PatchPathIssue }[] {
+  const sorted = [...paths].sort((a, b) => compareSegments(a.segments, b.segments) || a.order - b.order);
+  const out: { order: number; issue: PatchPathIssue }[] = [];
+  let root: CheckedPath | undefined;
+  for (const p of sorted) {
+    if (root !== undefined && isPrefix(root.segments, p.segments)) {
+      out.push({ order: p.order, issue: { path: p.at, message: `conflicts with ${root.path}` } });
+    } else root = p;
+  }
+  return out;
 }
 
 /**
- * Issues of the paths of one patch body, each at `set.<key>` or `unset.<index>`: a path outside
- * `custom.`, an empty or reserved segment, or two paths that overlap (the same field twice, or a
- * field and one inside it), since their order would be ambiguous.
+ * Issues of one patch body whose `set` and `unset` passed their counts, each at `set.<key>` or
+ * `unset.<index>` in the order sent: a path over its caps or outside `custom.`, an empty or
+ * reserved segment, a `set` value that nests custom too deep, or a path that overlaps another,
+ * since their order would be ambiguous. A body without those is checked for `set`'s size.
  */
 export function patchPathIssues(
   set: Readonly<Record<string, unknown>> | undefined,
   unset: readonly string[] | undefined,
   rules: PatchPathRules,
 ): PatchPathIssue[] {
-  const issues: PatchPathIssue[] = [];
-  const fields = new Set<string>();
-  const parents = new Map<string, string>(); // a field above some path → that path
+  const found: { order: number; issue: PatchPathIssue }[] = [];
+  const checked: CheckedPath[] = [];
   const entries = [
-    ...Object.keys(set ?? {}).map((path) => ({ path, at: ["set", path] })),
-    ...(unset ?? []).map((path, i) => ({ path, at: ["unset", i] })),
+    ...Object.entries(set ?? {}).map(([path, value]) => ({ path, value, at: ["set", path] })),
+    ...(unset ?? []).map((path, i) => ({ path, value: undefined, at: ["unset", i] })),
   ];
-  for (const { path, at } of entries) {
-    const broken = pathRuleBroken(path, rules);
-    if (broken !== null) {
-      issues.push({ path: at, message: broken });
-      continue;
-    }
-    const segments = path.split(".");
-    const prefixes = segments.slice(2).map((_, k) => segments.slice(0, k + 2).join("."));
-    const clash = fields.has(path) ? path : (parents.get(path) ?? prefixes.find((q) => fields.has(q)));
-    if (clash !== undefined) {
-      issues.push({ path: at, message: `conflicts with ${clash}` });
-      continue;
-    }
-    fields.add(path);
-    for (const q of prefixes) if (!parents.has(q)) parents.set(q, path);
-  }
-  return issues;
+  entries.forEach(({ path, value, at }, order) => {
+    const segments = segmentsOf(path, rules);
+    if (typeof segments === "string") found.push({ order, issue: { path: at, message: segments } });
+    else if (depthExceeds(value, customDepth - (segments.length - 1))) found.push({ order, issue: { path: at, message: DEPTH_RULE } });
+    else checked.push({ path, segments, at, order });
+  });
+  found.push(...overlapIssues(checked));
+  if (found.length > 0) return found.sort((a, b) => a.order - b.order).map((f) => f.issue);
+  // Every value's depth is bounded now, so serializing `set` cannot exhaust the stack.
+  return set !== undefined && jsonBytes(set) > patchSetBytes ? [{ path: ["set"], message: SET_BYTES_RULE }] : [];
 }

@@ -1,21 +1,15 @@
 import { z } from "zod";
 import { idString, pageQuery } from "./schemas.js";
+import { customObject } from "./schemas-custom.js";
 
 // Request schemas of the promoted-activity routes (contract section 2: create, list, retract;
 // lengths and patterns of section 4). Only route schemas are exported: sibling schema modules
 // share the package's namespace.
 
-/** custom objects: at most 64 KB of serialized JSON. */
-const MAX_CUSTOM_BYTES = 64 * 1024;
 /** Entries per audience list (users, feeds). */
 const MAX_AUDIENCE = 1000;
 
-const byteLength = (s: string) => new TextEncoder().encode(s).length;
 const text = (max: number) => z.string().min(1).max(max);
-
-const customObject = z
-  .record(z.string(), z.unknown())
-  .refine((c) => byteLength(JSON.stringify(c)) <= MAX_CUSTOM_BYTES, { message: "must be at most 64 KB serialized" });
 
 /** A feed ref `group:id` (group ^[A-Za-z0-9_]{1,64}$, id ^[A-Za-z0-9_\-.@]{1,128}$). */
 const feedRefString = z

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { customObject } from "./schemas-custom.js";
 
 // Request schemas of every route, shared by the gateway (validation, OpenAPI) and SDK users.
 // Identifier rules are the contract's section 4.
@@ -8,7 +9,6 @@ export const groupPattern = /^[A-Za-z0-9_]{1,64}$/;
 
 export const idString = z.string().regex(idPattern, "must match ^[A-Za-z0-9_\\-.@]{1,128}$");
 export const groupString = z.string().regex(groupPattern, "must match ^[A-Za-z0-9_]{1,64}$");
-const customObject = z.record(z.string(), z.unknown());
 
 /** `limit` 1..100 (default per route), `next`, and its deprecated alias `cursor` (next wins). */
 export const pageQuery = z.object({

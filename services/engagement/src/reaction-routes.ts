@@ -17,6 +17,7 @@ import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import { actingUser } from "./acting-user.js";
 import { isUuid, type Activities } from "./activities.js";
 import { reactionEvent } from "./events.js";
+import type { KindBound } from "./kind-bound.js";
 import { reactionMessage } from "./messages.js";
 import type { OwnReactions } from "./own-reactions.js";
 import { reactionKey, type ReactionDoc, type ReactionRepository } from "./reaction-repository.js";
@@ -29,6 +30,7 @@ export interface ReactionRoutesDeps {
   activities: Pick<Activities, "live">;
   writes: ReactionWrites;
   own: Pick<OwnReactions, "kindsOf" | "invalidate">;
+  bound: KindBound;
 }
 
 function checkKind(kind: string): string {
@@ -40,7 +42,7 @@ function checkKind(kind: string): string {
 
 /** React, unreact, list reactions, and the caller's own reactions for feed reads. */
 export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl<typeof EngagementService>, ReactionRpcs> {
-  const { reactions, activities, writes, own } = deps;
+  const { reactions, activities, writes, own, bound } = deps;
 
   /** Removes the reaction `find` answers, with its event and count (404 when there is none). */
   async function remove(tenantId: string, activity: Activity, find: () => Promise<ReactionDoc | null>): Promise<void> {
@@ -83,7 +85,9 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
         created_at: at,
       };
       const event = reactionEvent("reaction.added", doc, activity.actor, at);
-      const stored = await writes.apply({ tenantId, activityId: activity.id, userId, kind, event }, () => reactions.insert(doc), (r) => r.created);
+      const stored = await bound.admit(tenantId, activity, kind, (count) =>
+        writes.apply({ tenantId, activityId: activity.id, userId, kind, event, count }, () => reactions.insert(doc), (r) => r.created),
+      );
       return { reaction: reactionMessage(stored.doc), created: stored.created };
     },
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requestLimits } from "@feeds/sdk";
 import { parseTrustProxy } from "./trust-proxy.js";
 
 // Every setting of the system, parsed once at boot; nothing else reads process.env.
@@ -124,7 +125,7 @@ export const limits = {
   blocklistTermChars: 100,
   blocklistWords: 5000,
   /** Distinct reaction kinds one activity may carry; also the most kinds a tenant may declare. */
-  reactionKindsPerActivity: 25,
+  reactionKindsPerActivity: requestLimits.reactionKinds,
   /** Webhook deliveries of one tenant in flight at once in one notification worker process. */
   webhookDeliveriesPerTenant: 64,
 } as const;

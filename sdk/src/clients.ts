@@ -34,6 +34,7 @@ import type {
   PatchObjectInput,
   PromotedRecord,
   Reaction,
+  ReactionKinds,
   Reply,
   RevokeTokensResult,
   SignalResult,
@@ -354,6 +355,18 @@ export class ServerClient extends FeedApiClient {
   /** `GET /v1/moderation/blocklist` → the list as stored (NFKC, invisible characters removed, lower-cased, trimmed, sorted). */
   getBlocklist(): Promise<Blocklist> {
     return this.route(serverRoutes.getBlocklist);
+  }
+
+  // Reaction kinds
+
+  /** `PUT /v1/reactions/kinds` `{kinds}` (replaces the list; empty clears it) → the list as stored. */
+  setReactionKinds(kinds: string[]): Promise<ReactionKinds> {
+    return this.route(serverRoutes.setReactionKinds, { body: { kinds } });
+  }
+
+  /** `GET /v1/reactions/kinds` → the declared kinds (empty: any kind, within the per-activity bound). */
+  getReactionKinds(): Promise<ReactionKinds> {
+    return this.route(serverRoutes.getReactionKinds);
   }
 }
 

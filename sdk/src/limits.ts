@@ -17,4 +17,6 @@ export const requestLimits = {
   patchPathSegments: 32,
   /** Serialized JSON of a patch body's whole `set`. */
   patchSetBytes: 64 * 1024,
+  /** Kinds a tenant may declare (`PUT /v1/reactions/kinds`): the distinct kinds one activity may carry. */
+  reactionKinds: 25,
 } as const;

@@ -31,6 +31,9 @@ export const replyPage = pageOf(replySchema);
 /** The blocklist as stored: NFKC, invisible characters removed, lower-cased, trimmed, sorted. */
 export const blocklistSchema = z.object({ terms: z.array(z.string()) });
 
+/** The tenant's reaction kinds in the order declared; empty: any kind (within the per-activity bound). */
+export const reactionKindsSchema = z.object({ kinds: z.array(z.string()) });
+
 export const notificationSchema = z.object({
   id: uuidString,
   verb: z.string().describe("follow, react or comment"),

@@ -15,6 +15,7 @@ import {
   editCommentBody,
   engagementIdParams,
   reactBody,
+  reactionKindsBody,
   reactionsQuery,
   unreactParams,
 } from "./schemas-engagement.js";
@@ -39,6 +40,7 @@ import {
   notificationCountsSchema,
   notificationPageSchema,
   notificationSignalSchema,
+  reactionKindsSchema,
   reactionPage,
   reactionSchema,
   replyPage,
@@ -271,6 +273,8 @@ export const serverRoutes = {
   deleteWebhook: route({ method: "DELETE", path: "/v1/webhooks/{id}", auth: "server", params: webhookIdParams, responses: none }),
   setBlocklist: route({ method: "PUT", path: "/v1/moderation/blocklist", auth: "server", body: blocklistBody, responses: { 200: blocklistSchema } }),
   getBlocklist: route({ method: "GET", path: "/v1/moderation/blocklist", auth: "server", responses: { 200: blocklistSchema } }),
+  setReactionKinds: route({ method: "PUT", path: "/v1/reactions/kinds", auth: "server", body: reactionKindsBody, responses: { 200: reactionKindsSchema } }),
+  getReactionKinds: route({ method: "GET", path: "/v1/reactions/kinds", auth: "server", responses: { 200: reactionKindsSchema } }),
 };
 
 /** User tokens only: UserClient. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requestLimits } from "./limits.js";
 import { idString, pageQuery } from "./schemas.js";
 
 // Request schemas of the reaction, comment and moderation routes (contract section 2; lengths and
@@ -67,4 +68,18 @@ export const blocklistBody = z.object({
         .refine((t) => t.trim().length >= 1 && t.trim().length <= MAX_BLOCKLIST_TERM, `must be 1 to ${MAX_BLOCKLIST_TERM} characters once trimmed`),
     )
     .max(MAX_BLOCKLIST_TERMS, `at most ${MAX_BLOCKLIST_TERMS} terms`),
+});
+
+/** The tenant's reaction kinds: at most `requestLimits.reactionKinds`, no duplicates (named by index, `kinds.3`); empty clears them. */
+export const reactionKindsBody = z.object({
+  kinds: z
+    .array(reactionKind)
+    .max(requestLimits.reactionKinds, `at most ${requestLimits.reactionKinds} kinds`)
+    .superRefine((kinds, ctx) => {
+      const seen = new Set<string>();
+      kinds.forEach((k, i) => {
+        if (seen.has(k)) ctx.addIssue({ code: "custom", path: [i], message: "duplicate kind" });
+        seen.add(k);
+      });
+    }),
 });

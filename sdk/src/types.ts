@@ -66,6 +66,7 @@ export type Reply = z.output<typeof engagement.replySchema>;
 /** A comment is a Reply without a parent. */
 export type Comment = Reply;
 export type Blocklist = z.output<typeof engagement.blocklistSchema>;
+export type ReactionKinds = z.output<typeof engagement.reactionKindsSchema>;
 export type Notification = z.output<typeof engagement.notificationSchema>;
 export type NotificationCounts = z.output<typeof engagement.notificationCountsSchema>;
 export type NotificationPage = z.output<typeof engagement.notificationPageSchema>;

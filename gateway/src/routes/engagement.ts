@@ -10,11 +10,14 @@ import {
   engagementIdParams,
   isEngagementId,
   reactBody,
+  reactionKindsBody,
+  reactionKindsSchema,
   reactionPage,
   reactionSchema,
   reactionsQuery,
   replyPage,
   replySchema,
+  requestLimits,
   unreactParams,
 } from "@feeds/sdk";
 import { cursorOf, type RouteTable } from "../define.js";
@@ -44,7 +47,7 @@ const idOf = (id: string, what: string) => {
   return id.toLowerCase();
 };
 
-/** Reactions, comments and replies, and the tenant's comment blocklist. */
+/** Reactions and the tenant's reaction kinds, comments and replies, and the tenant's comment blocklist. */
 export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engagement">) {
   const { engagement } = clients;
   const tags = ["engagement"];
@@ -54,7 +57,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     url: "/v1/activities/:id/reactions",
     auth: "tenant",
     status: 201,
-    summary: "React to an activity (201 new, 200 the existing reaction of that user and kind; server tokens name user_id)",
+    summary: `React to an activity (201 new, 200 the existing reaction of that user and kind; server tokens name user_id); 400 on kind for a kind outside the tenant's list or past ${requestLimits.reactionKinds} kinds on the activity`,
     tags,
     params: engagementIdParams,
     body: reactBody,
@@ -112,6 +115,31 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
     async handler({ params, call }) {
       await engagement.deleteReaction({ id: idOf(params.id, "reaction") }, call);
       return undefined;
+    },
+  });
+
+  r.add({
+    method: "PUT",
+    url: "/v1/reactions/kinds",
+    auth: "server",
+    summary: `Replace the tenant's reaction kinds (at most ${requestLimits.reactionKinds}, no duplicates; empty clears them); reactions of any other kind answer 400 on kind`,
+    tags,
+    body: reactionKindsBody,
+    response: { 200: reactionKindsSchema },
+    async handler({ body, call }) {
+      return { kinds: (await engagement.setReactionKinds({ kinds: body.kinds }, call)).kinds };
+    },
+  });
+
+  r.add({
+    method: "GET",
+    url: "/v1/reactions/kinds",
+    auth: "server",
+    summary: "The tenant's reaction kinds in the order declared (empty: any kind, within the per-activity bound)",
+    tags,
+    response: { 200: reactionKindsSchema },
+    async handler({ call }) {
+      return { kinds: (await engagement.getReactionKinds({}, call)).kinds };
     },
   });
 

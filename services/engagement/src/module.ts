@@ -19,15 +19,17 @@ import { createCountBatcher } from "./count-batcher.js";
 import { createCountClaims } from "./count-claims.js";
 import { createConfirm } from "./events.js";
 import { createKeyLocks } from "./key-locks.js";
+import { createKindBound } from "./kind-bound.js";
 import { createMarkRepository } from "./mark-repository.js";
 import { createOwnReactions } from "./own-reactions.js";
+import { createReactionKinds } from "./reaction-kinds.js";
 import { createReactionRepository } from "./reaction-repository.js";
 import { createReactionWrites } from "./reaction-writes.js";
 import { createRecountRelay } from "./recount-relay.js";
 import { createRecounts } from "./recounts.js";
 import { createEngagementService } from "./routes.js";
 
-/** The engagement service: reactions with exact counts, comments with one level of replies, the blocklist. */
+/** The engagement service: reactions with exact counts and bounded kinds, comments with one level of replies, the blocklist. */
 export async function createEngagementModule(deps: {
   db: Db;
   redis: RedisConn;
@@ -70,10 +72,13 @@ export async function createEngagementModule(deps: {
   const writes = createReactionWrites({ outbox, counts, counted, own });
   const relay = createRecountRelay({ marks, counted, sweep: claims.sweep, log: deps.log });
   const moderation = createModeration(deps.db);
+  const kinds = createReactionKinds({ db: deps.db, redis: deps.redis });
+  const bound = createKindBound({ activities, counted, recounts });
   const impl = createEngagementService({
-    reactions: { reactions, activities, writes, own },
+    reactions: { reactions, activities, writes, own, kinds, bound },
     comments: { comments, activities, counted, recounts, moderation, outbox },
     moderation,
+    kinds,
   });
   return {
     name: "engagement",

@@ -17,8 +17,10 @@ import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import { actingUser } from "./acting-user.js";
 import { isUuid, type Activities } from "./activities.js";
 import { reactionEvent } from "./events.js";
+import type { KindBound } from "./kind-bound.js";
 import { reactionMessage } from "./messages.js";
 import type { OwnReactions } from "./own-reactions.js";
+import type { ReactionKinds } from "./reaction-kinds.js";
 import { reactionKey, type ReactionDoc, type ReactionRepository } from "./reaction-repository.js";
 import type { ReactionWrites } from "./reaction-writes.js";
 
@@ -29,6 +31,8 @@ export interface ReactionRoutesDeps {
   activities: Pick<Activities, "live">;
   writes: ReactionWrites;
   own: Pick<OwnReactions, "kindsOf" | "invalidate">;
+  kinds: Pick<ReactionKinds, "declared">;
+  bound: KindBound;
 }
 
 function checkKind(kind: string): string {
@@ -40,7 +44,7 @@ function checkKind(kind: string): string {
 
 /** React, unreact, list reactions, and the caller's own reactions for feed reads. */
 export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl<typeof EngagementService>, ReactionRpcs> {
-  const { reactions, activities, writes, own } = deps;
+  const { reactions, activities, writes, own, kinds, bound } = deps;
 
   /** Removes the reaction `find` answers, with its event and count (404 when there is none). */
   async function remove(tenantId: string, activity: Activity, find: () => Promise<ReactionDoc | null>): Promise<void> {
@@ -65,7 +69,10 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
       const tenantId = requireTenant(ctx);
       const userId = actingUser(ctx, req.userId);
       const kind = checkKind(req.kind);
-      const activity = await activities.live(tenantId, req.activityId);
+      const [activity, declared] = await Promise.all([activities.live(tenantId, req.activityId), kinds.declared(tenantId)]);
+      if (declared.length > 0 && !declared.includes(kind)) {
+        throw validationFailed([{ path: "kind", message: "is not one of the tenant's reaction kinds" }]);
+      }
       const existing = await reactions.get(tenantId, activity.id, userId, kind);
       if (existing) {
         // A retry of a call whose invalidation failed must still leave the cache right.
@@ -83,7 +90,9 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
         created_at: at,
       };
       const event = reactionEvent("reaction.added", doc, activity.actor, at);
-      const stored = await writes.apply({ tenantId, activityId: activity.id, userId, kind, event }, () => reactions.insert(doc), (r) => r.created);
+      const stored = await bound.admit(tenantId, activity, kind, (count) =>
+        writes.apply({ tenantId, activityId: activity.id, userId, kind, event, count }, () => reactions.insert(doc), (r) => r.created),
+      );
       return { reaction: reactionMessage(stored.doc), created: stored.created };
     },
 

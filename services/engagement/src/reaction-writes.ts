@@ -13,7 +13,8 @@ const asCountFailure = (e: unknown) => (fromRpcError(e).code === "NOT_FOUND" ? e
  * so the record outlives it: a writer that dies anywhere in between leaves its record, and the
  * outbox relay recounts the activity before it asks whether the change happened (`events.ts`).
  * A count that fails in a live writer leaves a recount mark and answers 500. Own reactions are
- * invalidated before the answer.
+ * invalidated before the answer. A caller that holds the activity's lock counts under it
+ * (`change.count`) instead of through the batcher, which would wait for that lock.
  */
 export function createReactionWrites(deps: {
   outbox: Pick<EventOutbox, "emit">;
@@ -24,11 +25,12 @@ export function createReactionWrites(deps: {
   const { outbox, counts, counted, own } = deps;
   return {
     async apply<T>(
-      change: { tenantId: string; activityId: string; userId: string; kind: string; event: FeedEvent },
+      change: { tenantId: string; activityId: string; userId: string; kind: string; event: FeedEvent; count?: (record: string) => Promise<void> },
       write: () => Promise<T>,
       changed: (result: T) => boolean,
     ): Promise<T> {
       const { tenantId, activityId, userId, kind } = change;
+      const count = change.count ?? ((record: string) => counts.count(tenantId, activityId, kind, record));
       let countFailure: unknown = null;
       const result = await outbox.emit(
         tenantId,
@@ -37,7 +39,7 @@ export function createReactionWrites(deps: {
           if (record === null) throw internal("a reaction change records its event");
           const r = await write();
           if (changed(r)) {
-            await counts.count(tenantId, activityId, kind, record).catch((e: unknown) => {
+            await count(record).catch((e: unknown) => {
               // The change happened: its event still goes out; the count is repaired.
               countFailure = e;
             });

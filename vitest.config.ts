@@ -1,12 +1,5 @@
 import { defineConfig } from "vitest/config";
 
-// The systems the e2e tests start (global set-up and each test's own, through startSystem, which
-// passes its environment on) do not shed load: the tests fire bursts of hundreds of requests on a
-// shared two-core machine, where the latency and in-flight limits would answer some of them 429.
-// Shedding has its own tests (gateway/test/overload.test.ts) and bench 13 runs it as configured.
-const noShedding = { OVERLOAD_MAX_LATENCY_MS: "0", OVERLOAD_MAX_IN_FLIGHT: "0", OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: "0" };
-Object.assign(process.env, { ...noShedding, ...process.env });
-
 export default defineConfig({
   test: {
     projects: [

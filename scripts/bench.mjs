@@ -667,6 +667,15 @@ if (want(13)) {
         target: "≤ 3 s",
         status: status(o.maxAnswerMs <= 3000 && !o.errors),
       });
+      const u = r.burst;
+      row({
+        bench: b,
+        figure: `burst on the idle system: ${u.sent} concurrent reactions by ${u.sent} users (${u.created} × 201, ${u.other} other; longest ${fmt(u.maxMs)} ms): answers shed with 429`,
+        value: u.shed,
+        unit: "",
+        target: "0",
+        status: status(u.shed === 0 && u.other === 0),
+      });
       row({ bench: b, figure: `idle RSS, one process, after set-up (${r.users} users, ${r.users * r.follows} follows, ${r.seedPosts} activities)`, value: r.idleRssMb, unit: "MB", target: "< 300 MB", status: status(r.idleRssMb < 300) });
       row({ bench: b, figure: "peak RSS, one process, over the mixed-load rounds (sampled every 100 ms)", value: r.peakRssMb, unit: "MB", target: "report" });
     } catch (e) {

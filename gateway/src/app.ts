@@ -1,11 +1,11 @@
-import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance } from "fastify";
-import { fastifyTrustProxy, type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
-import { installErrorHandling } from "./http.js";
+import { installErrorHandling, serverOptions } from "./http.js";
 import { installHttpMetrics } from "./http-metrics.js";
-import { installOverloadShedding } from "./overload.js";
+import { createOverloadGuard } from "./overload.js";
+import { createAuthFailureBudget } from "./auth-failures.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { adminRoutes } from "./routes/admin.js";
 import { healthRoutes } from "./routes/health.js";
@@ -32,33 +32,30 @@ export interface GatewayDeps {
 /** The edge: the interface's HTTP/JSON contract in front of the services, reached through `clients`. */
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config, log, clients } = deps;
-  const app = Fastify({
-    logger: false,
-    trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
-    genReqId: () => randomUUID(),
-    requestIdHeader: false,
-    bodyLimit: 1024 * 1024,
-    // Long ids must reach validation (400), not Fastify's 414.
-    routerOptions: { maxParamLength: 2048 },
-  });
+  const app = Fastify(serverOptions(config, log));
   // Every answer names its request, errors included.
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
   });
   installErrorHandling(app, log);
   installHttpMetrics(app);
-  installOverloadShedding(app, {
+  const overload = createOverloadGuard({
     maxLatencyMs: config.OVERLOAD_MAX_LATENCY_MS,
     maxInFlight: config.OVERLOAD_MAX_IN_FLIGHT,
+    maxQueueWaitMs: config.OVERLOAD_MAX_QUEUE_WAIT_MS,
+    queueTargetMs: config.OVERLOAD_QUEUE_TARGET_MS,
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
+    maxHeapPercent: config.OVERLOAD_MAX_HEAP_PERCENT,
     retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS,
   });
+  app.addHook("onClose", async () => overload.close());
 
   // Each part gets the clients it calls and no others.
   const { tenancy, users, operators, feed, promoted, graph, catalog, engagement, notification, webhooks, health } = clients;
   const limiter = createRateLimiter(deps.redis);
-  const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, config });
-  const routes = createRouteTable(app, { clients: { operators }, tenantAuth });
+  const failures = createAuthFailureBudget(limiter, config.AUTH_FAILURE_LIMIT_PER_MINUTE);
+  const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, failures, config });
+  const routes = createRouteTable(app, { clients: { operators }, tenantAuth, failures, overload });
 
   healthRoutes(routes, { ...deps, clients: { health } });
   userRoutes(routes, { users });

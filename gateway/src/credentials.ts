@@ -70,6 +70,12 @@ export function createCredentialStore(deps: { tenancy: Pick<Client<typeof Tenanc
   }
 
   return {
+    /** Whether `get` answers this kid from memory, without a lookup. */
+    answersFromMemory(apiKey: string): boolean {
+      if (!isApiKey(apiKey)) return true;
+      const hit = known.get(apiKey);
+      return (hit !== undefined && Date.now() - hit.at < CREDENTIAL_TTL_MS) || (unknown.get(apiKey) ?? 0) > Date.now();
+    },
     /** The credential of a kid, or null when no tenant has it. */
     get(apiKey: string): Promise<Credential | null> {
       if (!isApiKey(apiKey)) return Promise.resolve(null);

@@ -5,6 +5,9 @@ import { forbidden, scope, workScope } from "@feeds/kit";
 import { openApiSchema, type AuthKind, type ResponseSchemas } from "@feeds/sdk";
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
+import type { AuthFailureBudget } from "./auth-failures.js";
+import type { OverloadGuard } from "./overload.js";
+import type { RateState } from "./rate-limit.js";
 import { parse } from "./http.js";
 import type { Clients } from "@feeds/kit";
 
@@ -34,6 +37,16 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   body?: z.ZodType<B>;
   /** Batch routes: their own rate window and a 5 MiB body limit. */
   batch?: boolean;
+  /**
+   * How many times a request counts in its rate windows (limits.rateWeights; default 1), from
+   * its raw, not yet validated, body and query: read them defensively.
+   */
+  weight?: number | ((raw: { body: unknown; query: unknown }) => number);
+  /**
+   * `exempt`: never admitted through the overload guard (health and readiness, which a busy
+   * process must still answer; long-lived streams, which are not requests in flight).
+   */
+  admission?: "exempt";
   /** Status of a successful answer (default 200); the handler may still set another. */
   status?: number;
   /**
@@ -48,23 +61,38 @@ export interface RouteDeps {
   /** Operator routes resolve their session through identity. */
   clients: Pick<Clients, "operators">;
   tenantAuth: TenantAuthenticator;
+  failures: AuthFailureBudget;
+  overload: OverloadGuard;
 }
+
+/** The IETF RateLimit header fields of where the caller stands in its window. */
+export function rateHeaders(reply: FastifyReply, rate: RateState): void {
+  reply.header("ratelimit-limit", String(rate.limit));
+  reply.header("ratelimit-remaining", String(rate.remaining));
+  reply.header("ratelimit-reset", String(rate.reset));
+}
+
+/** Routes slow by design are not latency-tested by the overload guard. */
+const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 const MiB = 1024 * 1024;
 
 export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
   const specs: RouteSpec<never, never, never>[] = [];
 
-  async function authorize(spec: RouteSpec<unknown, unknown, unknown>, req: FastifyRequest) {
+  async function authorize(spec: RouteSpec<unknown, unknown, unknown>, req: FastifyRequest, reply: FastifyReply) {
     const rid = req.id;
     const authz = req.headers.authorization;
+    const onRate = (rate: RateState) => rateHeaders(reply, rate);
+    const weight = typeof spec.weight === "function" ? spec.weight({ body: req.body, query: req.query }) : (spec.weight ?? 1);
+    const tenantRequest = { windowName: spec.batch ? ("batch" as const) : ("normal" as const), weight, requestId: rid, address: req.ip, onRate };
     switch (spec.auth) {
       case "none":
         return { tenant: null, operator: null, call: scope({ requestId: rid }) };
       case "tenant":
       case "server":
       case "user": {
-        const t = await deps.tenantAuth.authenticate(authz, spec.batch ? "batch" : "normal", rid);
+        const t = await deps.tenantAuth.authenticate(authz, tenantRequest);
         if (spec.auth !== "tenant" && t.kind !== spec.auth) throw forbidden(`${spec.auth} token required`);
         const caller = t.kind === "user" ? { kind: "user" as const, userId: t.userId } : { kind: "server" as const };
         return { tenant: t, operator: null, call: scope({ tenantId: t.tenant.id, caller, requestId: rid }) };
@@ -76,10 +104,12 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         if (spec.auth === "staff" && isJwtShaped(bearerOf(authz))) {
           // Contract: any caller on /admin but staff gets 403, so a tenant token gets 403 once it
           // verifies (401 if it does not). Operator routes keep 401: it is not an operator session.
-          await deps.tenantAuth.authenticate(authz, "normal", rid);
+          await deps.tenantAuth.authenticate(authz, { ...tenantRequest, weight: 1 });
           throw forbidden("tenant token on an /admin route");
         }
-        const o = await authenticateOperator(deps.clients, authz, rid);
+        // Every session token is looked up in identity: each counts against the address's budget.
+        await deps.failures.check(req.ip);
+        const o = await deps.failures.spend(req.ip, () => authenticateOperator(deps.clients, authz, rid));
         const role = o.operator.role;
         if (spec.auth === "staff" && role !== Role.STAFF) throw forbidden("platform staff only");
         if ((spec.auth === "member" || spec.auth === "owner") && (role === Role.STAFF || !o.operator.tenantId)) {
@@ -108,15 +138,23 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         // Database commands the request causes are counted under its route (kit metrics).
         handler: (req, reply) => workScope.run({ work: `${spec.method} ${spec.url}` }, () => handle(req, reply)),
       });
+      const route = `${spec.method} ${spec.url}`;
+      const tested = latencyTested(spec.url);
       async function handle(req: FastifyRequest, reply: FastifyReply) {
-        const auth = await authorize(s, req);
+        const auth = await authorize(s, req, reply);
         const params = s.params ? parse(s.params, req.params) : (undefined as unknown);
         const query = s.query ? parse(s.query, req.query) : (undefined as unknown);
         const body = s.body ? parse(s.body, req.body) : (undefined as unknown);
-        reply.code(spec.status ?? 200);
-        const out = await s.handler({ req, reply, params, query, body, ...auth });
-        if (out === undefined) return reply.send();
-        return out;
+        // Admitted only now: the body is read, the caller known and the input valid.
+        const release = s.admission === "exempt" ? null : await deps.overload.admit(route, tested);
+        try {
+          reply.code(spec.status ?? 200);
+          const out = await s.handler({ req, reply, params, query, body, ...auth });
+          if (out === undefined) return reply.send();
+          return out;
+        } finally {
+          release?.();
+        }
       }
     },
   };

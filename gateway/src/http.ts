@@ -1,6 +1,9 @@
-import type { FastifyInstance, FastifyReply } from "fastify";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
 import type { z } from "zod";
-import { FeedsError, fromRpcError, validationFailed, type ErrorCode, type FieldError, type Logger } from "@feeds/kit";
+import { FeedsError, fastifyTrustProxy, fromRpcError, validationFailed, type Config, type ErrorCode, type FieldError, type Logger } from "@feeds/kit";
 
 // Interface section 5 rule 12: a 401 or 403 never says why, whoever decided it (gateway or
 // service); the reason goes to the log under the request id.
@@ -40,6 +43,46 @@ export function toFeedsError(e: unknown): FeedsError {
   return fromRpcError(e);
 }
 
+/** The gateway's Fastify and HTTP server options: limits, deadlines and the answers of errors no route sees. */
+export function serverOptions(config: Pick<Config, "TRUST_PROXY" | "REQUEST_TIMEOUT_MS" | "REQUEST_HEADERS_TIMEOUT_MS">, log: Pick<Logger, "info">): FastifyServerOptions {
+  return {
+    logger: false,
+    trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    bodyLimit: 1024 * 1024,
+    // Long ids must reach validation (400), not Fastify's 414.
+    routerOptions: { maxParamLength: 2048 },
+    // A client that stalls its headers or body loses its connection (answerClientError). Node
+    // tests these deadlines every connectionsCheckingInterval (30 s unless told); 72 s keep-alive
+    // is Fastify's own default.
+    serverFactory: (handler: Parameters<typeof createServer>[1]) =>
+      createServer(
+        {
+          requestTimeout: config.REQUEST_TIMEOUT_MS,
+          headersTimeout: config.REQUEST_HEADERS_TIMEOUT_MS,
+          connectionsCheckingInterval: 1000,
+          keepAliveTimeout: 72_000,
+        },
+        handler,
+      ),
+    clientErrorHandler: (err: Error, socket: Socket) => answerClientError(err, socket, log),
+    frameworkErrors: (err: Error, req: FastifyRequest, reply: FastifyReply) => {
+      answerFrameworkError(err, req.id, reply);
+    },
+  };
+}
+
+/** Errors of Fastify's router, before any route runs: a malformed URL, an over-long path segment. */
+export function answerFrameworkError(e: Error & { code?: string }, requestId: string, reply: FastifyReply): FastifyReply {
+  reply.header("x-request-id", requestId);
+  if (e.code === "FST_ERR_MAX_PARAM_LENGTH") {
+    // No route takes a segment that long (ids are at most 128 characters).
+    return sendError(reply, requestId, new FeedsError("NOT_FOUND", "no route matches a path segment that long"));
+  }
+  return sendError(reply, requestId, validationFailed([{ path: "", message: "malformed URL" }], "malformed URL"));
+}
+
 export function installErrorHandling(app: FastifyInstance, log: Pick<Logger, "error" | "info">) {
   app.setErrorHandler((e, req, reply) => {
     const err = toFeedsError(e);
@@ -64,4 +107,31 @@ export function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   const r = schema.safeParse(value);
   if (!r.success) throw validationFailed(zodFields(r.error));
   return r.data;
+}
+
+const CLIENT_ERRORS: Record<string, string> = {
+  ERR_HTTP_REQUEST_TIMEOUT: "the request did not arrive in time",
+  HPE_HEADER_OVERFLOW: "request line or headers too large",
+};
+
+/**
+ * A request Node's HTTP parser refused (malformed, headers or URL too large) or that did not
+ * arrive within the server's deadlines: answered 400 VALIDATION_FAILED in the envelope (Node's
+ * and Fastify's own answers are bare 400, 408 and 431), then the connection closed. As Node does,
+ * nothing is written once an answer has started on the connection.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, log: Pick<Logger, "info">): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const message = CLIENT_ERRORS[err.code ?? ""] ?? "malformed HTTP request";
+  const requestId = randomUUID();
+  log.info({ requestId, code: err.code, reason: message }, "client error");
+  const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+  if (socket.writable && !started) {
+    const body = JSON.stringify({ error: { code: "VALIDATION_FAILED", message, requestId, fields: [{ path: "", message }] } });
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

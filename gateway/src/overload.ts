@@ -1,101 +1,143 @@
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import type { FastifyInstance } from "fastify";
+import { getHeapStatistics } from "node:v8";
 import { FeedsError } from "@feeds/kit";
-import { sendError } from "./http.js";
 
-// Overload shedding: when the gateway cannot serve quickly, a new request is answered at once with
-// 429 RATE_LIMITED and Retry-After (interface section 7: the one retryable "wait" code; a 503
-// would reach clients as INTERNAL) instead of joining a queue that only grows. Three signals,
-// each off at 0:
-// - a route's standing queue: at least QUEUE of its requests have been in flight longer than
-//   `maxLatencyMs` (writes queued on the database while warm reads, another route, still answer
-//   in milliseconds; a stall; cold reads waiting while the route's warm ones answer). Its new
-//   requests are shed while that holds, re-tested every window. A burst of slow requests sent at
-//   once, as a test does, is admitted whole; a client sending waves of fewer than QUEUE is never
-//   shed. Batch imports (their time is their size) and the operator and admin routes (slow by
-//   design: password hashing, provisioning) are exempt;
-// - requests in flight over `maxInFlight`: a backstop bounding all admitted work;
-// - event-loop delay over `maxEventLoopDelayMs` (the window's mean, as @fastify/under-pressure
-//   measures it): the process is too busy to even read its sockets.
-// Health and readiness are never shed (a busy process must look alive); /metrics has its own port.
+// Overload shedding: when the gateway cannot serve quickly, a request is answered 429
+// RATE_LIMITED with Retry-After (interface section 7: the one retryable "wait" code; a 503 would
+// reach clients as INTERNAL) instead of joining a queue that only grows. A request is admitted
+// once its body is read and its caller authenticated (a client that stalls its body, or sends no
+// valid credential, holds no slot), and the route's handler says when (define.ts). Each limit is
+// off at 0:
+// - `maxInFlight` requests execute at once; the next ones wait their turn in order, so a burst
+//   is served, not shed. A waiter is shed after `maxQueueWaitMs`, and while the oldest waiter
+//   has waited longer than `queueTargetMs` the queue is standing (arrivals outpace answers, not a
+//   burst) and new requests are shed at once, which keeps the wait of those served short;
+// - a route's standing latency: at least QUEUE of its requests have executed longer than
+//   `maxLatencyMs` (writes queued on the database while warm reads still answer in ms). Its new
+//   requests are shed while that holds, re-tested every window. Routes that are slow by design
+//   (batch imports, operator and admin) are not tested;
+// - the event loop's mean delay over the last window above `maxEventLoopDelayMs` (the process is
+//   too busy to read its sockets), or the V8 heap above `maxHeapPercent` of its limit.
+// Health, readiness and long-lived streams are never admitted here, so never shed.
 
 export interface OverloadOptions {
   maxLatencyMs: number;
   maxInFlight: number;
+  maxQueueWaitMs: number;
+  queueTargetMs: number;
   maxEventLoopDelayMs: number;
+  maxHeapPercent: number;
   retryAfterSeconds: number;
-  /** The window of the latency and event-loop tests (milliseconds). */
+  /** The window of the latency, event-loop and heap tests (milliseconds). */
   windowMs?: number;
 }
 
-export interface OverloadState {
-  inFlight(): number;
-  shed(): number;
-}
-
-const NEVER_SHED = "/v1/health";
 /**
- * Requests of a route waiting past the limit that make a queue: more than a client sending waves
- * of a few requests at a time keeps there (such a client cannot overload anything; an open stream
- * of requests the route cannot keep up with passes it soon).
+ * Requests of a route executing past the limit that make a queue: more than a client sending
+ * waves of a few requests at a time keeps there.
  */
 const QUEUE = 8;
-const latencyTested = (url: string) => url.startsWith("/v1/") && !url.startsWith("/v1/batch/");
 
 interface RouteState {
   queued: boolean;
-  tested: boolean;
-  /** Request id → when it was admitted, of the route's requests in flight. */
-  started: Map<string, number>;
+  /** Executing requests of the route → when each started. */
+  started: Map<number, number>;
 }
 
-export function installOverloadShedding(app: FastifyInstance, o: OverloadOptions): OverloadState {
+interface Waiter {
+  at: number;
+  start(): void;
+  timer: NodeJS.Timeout;
+}
+
+export function createOverloadGuard(o: OverloadOptions) {
   let inFlight = 0;
   let shed = 0;
-  let loopBusy = false;
+  let busy = false;
+  let seq = 0;
+  const waiters: Waiter[] = [];
   const routes = new Map<string, RouteState>();
-  const h = o.maxEventLoopDelayMs > 0 ? monitorEventLoopDelay({ resolution: 10 }) : null;
-  h?.enable();
+  const loop = o.maxEventLoopDelayMs > 0 ? monitorEventLoopDelay({ resolution: 10 }) : null;
+  loop?.enable();
+  const heapLimit = getHeapStatistics().heap_size_limit;
   const timer = setInterval(() => {
-    if (h) {
-      loopBusy = h.mean / 1e6 > o.maxEventLoopDelayMs;
-      h.reset();
-    }
+    const loopBusy = loop ? loop.mean / 1e6 > o.maxEventLoopDelayMs : false;
+    loop?.reset();
+    const heapFull = o.maxHeapPercent > 0 && (process.memoryUsage().heapUsed / heapLimit) * 100 > o.maxHeapPercent;
+    busy = loopBusy || heapFull;
+    const now = performance.now();
     for (const r of routes.values()) {
-      const now = performance.now();
       let waiting = 0;
       for (const t0 of r.started.values()) if (now - t0 > o.maxLatencyMs) waiting++;
       r.queued = waiting >= QUEUE;
     }
   }, o.windowMs ?? 250);
   timer.unref();
-  app.addHook("onClose", (_app, done) => {
-    clearInterval(timer);
-    h?.disable();
-    done();
-  });
 
-  app.addHook("onRequest", (req, reply, done) => {
-    if (req.url.startsWith(NEVER_SHED)) return done();
-    const key = `${req.method} ${req.routeOptions.url ?? ""}`;
-    let route = routes.get(key);
-    if (!route) routes.set(key, (route = { queued: false, tested: latencyTested(req.url), started: new Map() }));
-    const queued = o.maxLatencyMs > 0 && route.tested && route.queued && route.started.size >= QUEUE;
-    if (queued || loopBusy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight)) {
-      shed++;
-      // No done(): the answer is sent here and nothing else of the request runs.
-      sendError(reply, req.id, new FeedsError("RATE_LIMITED", "server busy, retry after the wait", [], { retryAfterSeconds: o.retryAfterSeconds }));
-      return;
-    }
+  const busyError = (): FeedsError => {
+    shed++;
+    return new FeedsError("RATE_LIMITED", "server busy, retry after the wait", [], { retryAfterSeconds: o.retryAfterSeconds });
+  };
+  const refuse = (): never => {
+    throw busyError();
+  };
+
+  /** Hands a freed slot to the oldest waiter (the slot passes at once: no arrival takes it). */
+  function next(): void {
+    const w = waiters.shift();
+    if (!w) return;
+    clearTimeout(w.timer);
     inFlight++;
-    const started = route.started;
-    started.set(req.id, performance.now());
-    // "close" comes after the answer is written, and also when the client went away first.
-    reply.raw.once("close", () => {
-      inFlight--;
-      started.delete(req.id);
-    });
-    done();
-  });
-  return { inFlight: () => inFlight, shed: () => shed };
+    w.start();
+  }
+
+  return {
+    /**
+     * Admits one request of `route` (its method and URL template) or throws the 429; resolves
+     * with its release once it may execute. `tested`: whether its latency is tested.
+     */
+    async admit(route: string, tested: boolean): Promise<() => void> {
+      let r = routes.get(route);
+      if (!r) routes.set(route, (r = { queued: false, started: new Map() }));
+      const state = r;
+      if (busy || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
+      const full = o.maxInFlight > 0 && inFlight >= o.maxInFlight;
+      const oldest = waiters[0];
+      if (full && o.queueTargetMs > 0 && oldest && performance.now() - oldest.at > o.queueTargetMs) refuse();
+      const id = seq++;
+      if (full) {
+        await new Promise<void>((resolve, reject) => {
+          const w: Waiter = {
+            at: performance.now(),
+            start: resolve,
+            timer: setTimeout(() => {
+              waiters.splice(waiters.indexOf(w), 1);
+              reject(busyError());
+            }, o.maxQueueWaitMs),
+          };
+          waiters.push(w);
+        });
+      } else {
+        inFlight++;
+      }
+      state.started.set(id, performance.now());
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        inFlight--;
+        state.started.delete(id);
+        next();
+      };
+    },
+    inFlight: () => inFlight,
+    queued: () => waiters.length,
+    shed: () => shed,
+    close(): void {
+      clearInterval(timer);
+      loop?.disable();
+    },
+  };
 }
+
+export type OverloadGuard = ReturnType<typeof createOverloadGuard>;

@@ -54,12 +54,18 @@ export function createReadiness(deps: ReadinessDeps) {
   const runAll = (list: typeof checks) =>
     Promise.all(list.map(async (c) => ({ name: c.name, ok: await within(ms, c.run()).then(() => true, () => false) })));
 
+  const check = async (): Promise<{ ok: boolean; checks: { name: string; ok: boolean }[] }> => {
+    const results = await runAll(checks);
+    if (results.every((c) => c.ok || (c.name !== "nats" && c.name !== "redis"))) results.push(...(await runAll(workerChecks)));
+    return { ok: results.every((c) => c.ok), checks: results };
+  };
   return {
-    async check(): Promise<{ ok: boolean; checks: { name: string; ok: boolean }[] }> {
-      const results = await runAll(checks);
-      if (results.every((c) => c.ok || (c.name !== "nats" && c.name !== "redis"))) results.push(...(await runAll(workerChecks)));
-      return { ok: results.every((c) => c.ok), checks: results };
-    },
+    /**
+     * Every check, shared by all callers for READY_CACHE_MS from when it started: readiness
+     * costs the same however many ask, and a dependency that dies is noticed within
+     * READY_CACHE_MS + READY_CHECK_TIMEOUT_MS (at most 2 s, kit's config).
+     */
+    check: cachedRead(check, config.READY_CACHE_MS),
   };
 }
 

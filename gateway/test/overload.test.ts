@@ -1,129 +1,117 @@
-import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance } from "fastify";
+import { getHeapStatistics } from "node:v8";
 import { afterEach, describe, expect, it } from "vitest";
-import { installErrorHandling } from "../src/http.js";
-import { installOverloadShedding, type OverloadOptions } from "../src/overload.js";
+import { isCode } from "@feeds/kit";
+import { createOverloadGuard, type OverloadGuard, type OverloadOptions } from "../src/overload.js";
 
-// Overload shedding: past the limit a request is answered at once with 429 RATE_LIMITED in the
-// interface's envelope and Retry-After; under it nothing is shed; health is never shed.
-
-const log = { info: () => undefined, error: () => undefined } as unknown as Parameters<typeof installErrorHandling>[1];
-
-let app: FastifyInstance | undefined;
-afterEach(async () => {
-  await app?.close();
-  app = undefined;
-});
+// The overload guard alone: a burst past the in-flight limit waits its turn and is served; a
+// request is shed (429 RATE_LIMITED with the configured Retry-After) only when it waited too long,
+// when the queue is standing, when a route has a queue of slow requests, or when the process is
+// too busy (event loop, heap). The gateway admits a request after its body and its caller
+// (test/e2e/overload.test.ts shows that over HTTP).
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const off: OverloadOptions = {
+  maxLatencyMs: 0,
+  maxInFlight: 0,
+  maxQueueWaitMs: 10_000,
+  queueTargetMs: 0,
+  maxEventLoopDelayMs: 0,
+  maxHeapPercent: 0,
+  retryAfterSeconds: 2,
+  windowMs: 50,
+};
 
-/**
- * A gateway-like app: /slow requests stay in flight until `release()`, /v1/wait/:ms (and
- * /v1/other/:ms, /v1/batch/wait/:ms) answers 200 after that long, /v1/quick at once.
- */
-async function build(o: OverloadOptions) {
-  app = Fastify({ genReqId: () => randomUUID() });
-  installErrorHandling(app, log);
-  const shedding = installOverloadShedding(app, o);
-  const waiting: (() => void)[] = [];
-  app.get("/slow", () => new Promise((resolve) => waiting.push(() => resolve({ ok: true }))));
-  for (const url of ["/v1/wait/:ms", "/v1/other/:ms", "/v1/batch/wait/:ms"]) {
-    app.get<{ Params: { ms: string } }>(url, async (req) => {
-      await sleep(Number(req.params.ms));
-      return { ok: true };
-    });
+let guard: OverloadGuard | undefined;
+afterEach(() => guard?.close());
+const make = (o: Partial<OverloadOptions>) => (guard = createOverloadGuard({ ...off, ...o }));
+
+/** Admits one request of `route`, holds its slot `ms`, answers "ok" or the refusal's code. */
+async function request(g: OverloadGuard, ms: number, route = "GET /v1/x", tested = true): Promise<string> {
+  try {
+    const release = await g.admit(route, tested);
+    await sleep(ms);
+    release();
+    return "ok";
+  } catch (e) {
+    expect(isCode(e, "RATE_LIMITED")).toBe(true);
+    expect((e as { retryAfterSeconds?: number }).retryAfterSeconds).toBe(2);
+    return "shed";
   }
-  app.get("/v1/quick", async () => ({ ok: true }));
-  app.get("/v1/health", async () => ({ status: "ok" }));
-  await app.ready();
-  const release = () => waiting.splice(0).forEach((r) => r());
-  const inFlight = async (n: number) => {
-    while (waiting.length < n) await new Promise((r) => setTimeout(r, 5));
-  };
-  return { app, shedding, release, inFlight };
 }
 
-type Envelope = { error: { code: string; message: string; requestId: string; fields?: unknown } };
+describe("overload guard", () => {
+  it("serves a burst past the in-flight limit in turn, never more than the limit at once, none shed", async () => {
+    const g = make({ maxInFlight: 3, maxQueueWaitMs: 5000, queueTargetMs: 5000 });
+    let most = 0;
+    const watch = setInterval(() => (most = Math.max(most, g.inFlight())), 5);
+    const answers = await Promise.all(Array.from({ length: 12 }, () => request(g, 60)));
+    clearInterval(watch);
+    expect(answers).toEqual(answers.map(() => "ok"));
+    expect(most).toBe(3);
+    expect(g.shed()).toBe(0);
+    expect([g.inFlight(), g.queued()]).toEqual([0, 0]);
+  });
 
-describe("overload shedding", () => {
-  it("answers 429 RATE_LIMITED with Retry-After past the in-flight limit, and serves under it", async () => {
-    const { app, shedding, release, inFlight } = await build({ maxLatencyMs: 0, maxInFlight: 3, maxEventLoopDelayMs: 0, retryAfterSeconds: 2 });
-    // Under the limit: three in flight, none shed.
-    const admitted = [0, 1, 2].map(() => app.inject({ method: "GET", url: "/slow" }));
-    await inFlight(3);
-    expect(shedding.inFlight()).toBe(3);
-    // At the limit: the next one is shed at once, in the envelope; health still answers.
-    const shed = await app.inject({ method: "GET", url: "/slow" });
-    expect(shed.statusCode).toBe(429);
-    expect(shed.headers["retry-after"]).toBe("2");
-    const body = shed.json<Envelope>();
-    expect(Object.keys(body.error).sort()).toEqual(["code", "message", "requestId"]);
-    expect(body.error.code).toBe("RATE_LIMITED");
-    expect(body.error.requestId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
-    release();
-    expect((await Promise.all(admitted)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
-    // Answered requests leave the count: the next ones are served again.
-    expect(shedding.inFlight()).toBe(0);
-    const again = [0, 1, 2].map(() => app.inject({ method: "GET", url: "/slow" }));
-    await inFlight(3);
-    release();
-    expect((await Promise.all(again)).map((r) => r.statusCode)).toEqual([200, 200, 200]);
-    expect(shedding.shed()).toBe(1);
+  it("sheds a request that waited past maxQueueWaitMs, and frees its place in the queue", async () => {
+    const g = make({ maxInFlight: 1, maxQueueWaitMs: 100 });
+    const holder = request(g, 400);
+    const t0 = Date.now();
+    expect(await request(g, 0)).toBe("shed");
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(90);
+    expect(g.queued()).toBe(0);
+    expect(await holder).toBe("ok");
+    expect(await request(g, 0)).toBe("ok");
+  });
+
+  it("sheds new requests at once while the oldest waiter has waited past queueTargetMs", async () => {
+    const g = make({ maxInFlight: 1, maxQueueWaitMs: 10_000, queueTargetMs: 50 });
+    const holder = request(g, 300);
+    const waiter = request(g, 0);
+    await sleep(100);
+    const t0 = Date.now();
+    expect(await request(g, 0)).toBe("shed");
+    expect(Date.now() - t0).toBeLessThan(50);
+    expect(await holder).toBe("ok");
+    expect(await waiter).toBe("ok");
+    // The queue drained: a request is admitted again.
+    expect(await request(g, 0)).toBe("ok");
   });
 
   it("sheds while the event loop is delayed past its limit, and not once it is not", async () => {
-    const { app } = await build({ maxLatencyMs: 0, maxInFlight: 0, maxEventLoopDelayMs: 40, retryAfterSeconds: 1, windowMs: 200 });
-    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
-    // A quiet loop: nothing shed (an unknown route answers its 404).
-    await new Promise((r) => setTimeout(r, 250));
-    expect((await app.inject({ method: "GET", url: "/nope" })).statusCode).toBe(404);
+    const g = make({ maxEventLoopDelayMs: 40, windowMs: 200 });
+    await sleep(250);
+    expect(await request(g, 0)).toBe("ok");
     // Block the loop for 600 ms: the window's mean delay is far past 40 ms.
     const t = Date.now();
     while (Date.now() - t < 600);
     await sleep(50);
-    const busy = await app.inject({ method: "GET", url: "/nope" });
-    expect(busy.statusCode).toBe(429);
-    expect(busy.headers["retry-after"]).toBe("1");
-    expect(busy.json<Envelope>().error.code).toBe("RATE_LIMITED");
-    expect((await app.inject({ method: "GET", url: "/v1/health" })).statusCode).toBe(200);
-    // Two quiet windows later it serves again.
+    expect(await request(g, 0)).toBe("shed");
     await sleep(500);
-    expect((await app.inject({ method: "GET", url: "/nope" })).statusCode).toBe(404);
+    expect(await request(g, 0)).toBe("ok");
   });
 
-  it("sheds a route with a queue (quickest answer of a window over the limit, or as many waiting), not other routes", async () => {
-    const { app, shedding } = await build({ maxLatencyMs: 100, maxInFlight: 0, maxEventLoopDelayMs: 0, retryAfterSeconds: 3, windowMs: 100 });
-    const get = (url: string) => app.inject({ method: "GET", url });
-    const many = (n: number, url: string) => Array.from({ length: n }, () => get(url));
-    // Quick answers: nothing shed.
-    expect((await Promise.all(many(6, "/v1/wait/10"))).map((r) => r.statusCode)).toEqual([200, 200, 200, 200, 200, 200]);
-    // Waves of 7 slow ones, each sent as the previous one answered (a closed-loop client): no
-    // queue of 8, nothing shed.
-    for (let wave = 0; wave < 3; wave++) {
-      const answers = await Promise.all(many(7, "/v1/wait/300"));
-      expect(answers.map((r) => r.statusCode)).toEqual(answers.map(() => 200));
-    }
-    // Three answers of 300 ms in one window while 8 more are in flight: the route has a queue.
-    const slow = [...many(3, "/v1/wait/300"), ...many(8, "/v1/wait/1500")];
-    const batch = [...many(3, "/v1/batch/wait/300"), ...many(8, "/v1/batch/wait/1500")];
-    // A stall: 8 in flight for longer than the limit, none answered yet.
-    const stalled = many(8, "/v1/other/1500");
-    await sleep(600);
-    const shedNow = await get("/v1/wait/10");
-    expect(shedNow.statusCode).toBe(429);
-    expect(shedNow.headers["retry-after"]).toBe("3");
-    expect(shedNow.json<Envelope>().error.code).toBe("RATE_LIMITED");
-    expect((await get("/v1/other/10")).statusCode).toBe(429);
-    // Another route answers; a batch import is never shed for its time.
-    expect((await get("/v1/quick")).statusCode).toBe(200);
-    expect((await get("/v1/batch/wait/0")).statusCode).toBe(200);
-    expect((await Promise.all(slow)).map((r) => r.statusCode)).toEqual(slow.map(() => 200));
-    expect((await Promise.all(batch)).map((r) => r.statusCode)).toEqual(batch.map(() => 200));
-    expect((await Promise.all(stalled)).map((r) => r.statusCode)).toEqual(stalled.map(() => 200));
-    // Nothing of it left in flight: served at once.
-    expect((await get("/v1/wait/10")).statusCode).toBe(200);
-    expect((await get("/v1/other/10")).statusCode).toBe(200);
-    expect(shedding.shed()).toBe(2);
+  it("sheds while the heap is past its share of the limit", async () => {
+    // Half of what this process holds now: past the limit whatever the machine's heap limit.
+    const percent = ((process.memoryUsage().heapUsed / getHeapStatistics().heap_size_limit) * 100) / 2;
+    const g = make({ maxHeapPercent: percent });
+    await sleep(120);
+    expect(await request(g, 0)).toBe("shed");
+  });
+
+  it("sheds a route with 8 requests executing past maxLatencyMs, not other routes nor untested ones", async () => {
+    const g = make({ maxLatencyMs: 100, windowMs: 50 });
+    const slow = Array.from({ length: 8 }, () => request(g, 600, "GET /v1/slow"));
+    const untested = Array.from({ length: 8 }, () => request(g, 600, "POST /v1/batch/x", false));
+    // Seven slow ones are no queue: a client sending waves of a few is never shed.
+    const seven = Array.from({ length: 7 }, () => request(g, 600, "GET /v1/seven"));
+    await sleep(300);
+    expect(await request(g, 0, "GET /v1/slow")).toBe("shed");
+    expect(await request(g, 0, "GET /v1/seven")).toBe("ok");
+    expect(await request(g, 0, "GET /v1/other")).toBe("ok");
+    expect(await request(g, 0, "POST /v1/batch/x", false)).toBe("ok");
+    expect(await Promise.all([...slow, ...untested, ...seven])).toEqual(Array(23).fill("ok"));
+    await sleep(100);
+    expect(await request(g, 0, "GET /v1/slow")).toBe("ok");
+    expect(g.shed()).toBe(1);
   });
 });

@@ -6,6 +6,7 @@ import { connectRedis, fromRpcError, notFound, tenantVersionKey, toConnectError,
 import { GetCredentialResponseSchema, TenantSchema, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { GetRevocationResponseSchema } from "@feeds/proto/feeds/identity/v1/identity";
 import { createTenantAuthenticator } from "../src/auth.js";
+import { createAuthFailureBudget } from "../src/auth-failures.js";
 import { createRateLimiter } from "../src/rate-limit.js";
 
 // The tenant authenticator against the real Redis (FEEDS_TEST_REDIS_URL, default the local one)
@@ -46,17 +47,21 @@ function system(opts: { onLookup?: (apiKey: string, call: number) => Promise<str
     },
   };
   const users = { getRevocation: async () => create(GetRevocationResponseSchema, {}) };
+  const limiter = createRateLimiter(conn);
   const auth = createTenantAuthenticator({
     clients: { tenancy, users },
     redis: conn,
-    limiter: createRateLimiter(conn),
-    config: { DEFAULT_RATE_LIMIT_PER_MINUTE: 1_000_000, BATCH_RATE_LIMIT_PER_MINUTE: 1_000_000 },
+    limiter,
+    failures: createAuthFailureBudget(limiter, 60),
+    config: { DEFAULT_RATE_LIMIT_PER_MINUTE: 1_000_000, BATCH_RATE_LIMIT_PER_MINUTE: 1_000_000, USER_RATE_LIMIT_PERCENT: 10, SERVER_RESERVED_RATE_PERCENT: 20 },
   });
+  // An address of its own: the lookups these tests count are not held back by another's failures.
+  const address = `10.9.${randomBytes(1)[0] ?? 0}.${randomBytes(1)[0] ?? 0}`;
   const token = (kid: string, secret = tenant.secret) =>
     new SignJWT({ server: true, iat: now() }).setProtectedHeader({ alg: "HS256", kid }).sign(new TextEncoder().encode(secret));
   const outcome = async (t: string) => {
     try {
-      return (await auth.authenticate(`Bearer ${t}`, "normal", randomUUID())).kind;
+      return (await auth.authenticate(`Bearer ${t}`, { windowName: "normal", weight: 1, requestId: randomUUID(), address })).kind;
     } catch (e) {
       return fromRpcError(e).code;
     }

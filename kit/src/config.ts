@@ -16,7 +16,8 @@ const key32 = z
   .refine((v) => Buffer.from(v, "base64").length === 32, "must be 32 bytes of base64")
   .optional();
 
-export const configSchema = z.object({
+/** Every variable, before the rules that relate several of them (configSchema). */
+export const configFields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default("127.0.0.1"),
   MONGO_URL: url.default("mongodb://127.0.0.1:27017/"),
@@ -96,22 +97,58 @@ export const configSchema = z.object({
   SESSION_TTL_SECONDS: z.coerce.number().int().min(60).default(12 * 3600),
   // Readiness: each dependency check's own timeout (milliseconds).
   READY_CHECK_TIMEOUT_MS: z.coerce.number().int().min(50).default(1500),
-  // Overload shedding at the gateway (gateway/src/overload.ts): past any limit a new request is
-  // answered 429 RATE_LIMITED with Retry-After at once rather than queued; 0 turns a limit off.
-  // Health and readiness are never shed.
-  // How long a route's requests may wait (milliseconds): once 8 of them have been in flight
-  // longer, the route has a queue, and its new requests are shed until that clears.
-  OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
-  // Requests being served at once, all routes, per gateway process. On a one-process system on
-  // 2 cores, 32 kept bench 13's 150% round at 124% of capacity with every answer within 155 ms;
-  // 64 let waits reach 3 s and 256 9 s (more requests in flight only queue on the database;
-  // test/bench/shed-compare.mjs). A gateway in front of services on other machines may want more.
+  // Overload shedding at the gateway (gateway/src/overload.ts): a request is admitted once its
+  // body is read and its caller authenticated; past a limit it is answered 429 RATE_LIMITED with
+  // Retry-After rather than queued for long; 0 turns a limit off. Health, readiness and
+  // long-lived streams are never shed.
+  // Requests executing at once, all routes, per gateway process; the next ones wait their turn.
+  // On a one-process system on 2 cores more requests executing at once only queue on the
+  // database (test/bench/shed-compare.mjs). A gateway in front of services on other machines may
+  // want more.
   OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(32),
-  // Mean event-loop delay over the last quarter second (milliseconds).
-  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  // How long a request may wait for its turn (milliseconds) before it is shed.
+  OVERLOAD_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(1).default(2000),
+  // While the oldest waiting request has waited longer than this (milliseconds), requests arrive
+  // faster than they are answered: new ones are shed at once instead of waiting.
+  OVERLOAD_QUEUE_TARGET_MS: z.coerce.number().int().min(0).default(500),
+  // How long a route's requests may execute (milliseconds): once 8 of them have executed longer,
+  // the route has a queue, and its new requests are shed until that clears.
+  OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
+  // Mean event-loop delay over the last quarter second (milliseconds): the process is too busy
+  // to read its sockets.
+  OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(250),
+  // V8 heap in use, percent of the heap's limit.
+  OVERLOAD_MAX_HEAP_PERCENT: z.coerce.number().int().min(0).max(100).default(90),
   // The Retry-After of a shed request (seconds).
   OVERLOAD_RETRY_AFTER_SECONDS: z.coerce.number().int().min(1).max(3600).default(1),
+  // The gateway's HTTP server: the whole request (headers and body) must arrive within
+  // REQUEST_TIMEOUT_MS, its headers within REQUEST_HEADERS_TIMEOUT_MS (milliseconds); a request
+  // that does not is answered 400 in the envelope and its connection closed. Answers and
+  // long-lived streams are not timed by these.
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
+  REQUEST_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000),
+  // Each end user's own window, percent of its tenant's per-minute limit (checked first).
+  USER_RATE_LIMIT_PERCENT: z.coerce.number().int().min(1).max(100).default(10),
+  // Percent of a tenant's window that user tokens together may not take: server tokens always
+  // have at least this much of it.
+  SERVER_RESERVED_RATE_PERCENT: z.coerce.number().int().min(0).max(99).default(20),
+  // Requests per minute per client address (IPv6: per /64) whose credential fails; past it the
+  // address's unknown credentials are answered 429 before any lookup.
+  AUTH_FAILURE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(60),
+  // How long readiness and queue-depth answers are shared between callers (milliseconds); with
+  // READY_CHECK_TIMEOUT_MS at most 2000 in all, so readiness notices a dead dependency within 2 s.
+  READY_CACHE_MS: z.coerce.number().int().min(0).default(500),
 });
+
+export const configSchema = configFields
+  .refine((c) => c.READY_CHECK_TIMEOUT_MS + c.READY_CACHE_MS <= 2000, {
+    path: ["READY_CACHE_MS"],
+    message: "READY_CHECK_TIMEOUT_MS + READY_CACHE_MS must be at most 2000 (readiness notices a dead dependency within 2 s)",
+  })
+  .refine((c) => c.REQUEST_HEADERS_TIMEOUT_MS <= c.REQUEST_TIMEOUT_MS, {
+    path: ["REQUEST_HEADERS_TIMEOUT_MS"],
+    message: "must be at most REQUEST_TIMEOUT_MS",
+  });
 
 export type Config = z.infer<typeof configSchema>;
 
@@ -128,6 +165,13 @@ export const limits = {
   reactionKindsPerActivity: requestLimits.reactionKinds,
   /** Webhook deliveries of one tenant in flight at once in one notification worker process. */
   webhookDeliveriesPerTenant: 64,
+  /**
+   * Rate-limit weights: a costly request counts this many times in its windows. A follow counts
+   * 1 plus 1 per `followCopiesPerUnit` activities it may copy (`activity_copy_limit`, default
+   * 100: 2; at most 1,000: 11); `POST /v1/objects/bulk` 1 per `bulkObjectsPerUnit` objects
+   * (at most 10); suggestions `suggestions`; react and unreact `reaction`.
+   */
+  rateWeights: { followCopiesPerUnit: 100, bulkObjectsPerUnit: 10, suggestions: 5, reaction: 2 },
 } as const;
 
 export const serviceNames = [

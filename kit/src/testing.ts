@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
 import type { JetStreamManager } from "nats";
-import { configSchema, type Config } from "./config.js";
+import { configFields, type Config } from "./config.js";
 import { createLogger, type Logger } from "./log.js";
 import { connectNats, ensureQueue, type Nats, type QueueName } from "./nats.js";
 import { connectRedis, type RedisConn } from "./redis.js";
@@ -73,7 +73,7 @@ export async function dropNamespace(namespace: string, parts: { db?: Db; redis?:
 /** A namespace `<prefix>_<random>` with the parts asked for, readable once `open()` has run. */
 export function createTestEnv<P extends TestEnvParts>(prefix: string, parts: P): TestEnv<P> {
   const namespace = `${prefix}_${randomBytes(4).toString("hex")}`;
-  const { LOG_LEVEL, ...config } = configSchema
+  const { LOG_LEVEL, ...config } = configFields
     .pick({ MONGO_URL: true, REDIS_URL: true, NATS_URL: true, FEEDS_NAMESPACE: true, LOG_LEVEL: true })
     .parse({
       MONGO_URL: process.env.FEEDS_TEST_MONGO_URL,

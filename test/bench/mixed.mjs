@@ -3,6 +3,8 @@
 // has as many followers), `seedPosts` activities each imported with fan-out so that every
 // timeline has a first page. The mix (mixed-requests.mjs): 10% POST an activity to the caller's
 // own user feed, 90% GET the caller's timeline first page, each with that user's token.
+//   burst     50 users react to one activity at once on the idle system: an ordinary burst,
+//             none of it shed (target 0 answers 429).
 //   capacity  closed loop, `connections` at once: the saturation throughput of the mix (2xx/s),
 //             before the open-loop rounds; again 3 s after the last one (recovery, info).
 //   25/50/75% open loop at that fraction of capacity: p50/p99/p99.9 from each request's
@@ -67,6 +69,26 @@ export async function seedMixed(c, { users, follows, seedPosts, log }) {
   });
 }
 
+/**
+ * An ordinary burst: `n` users react at once to one activity on the idle system, as a popular
+ * post gets liked. Counts the answers by kind and the longest: none should be shed.
+ */
+async function burstOnIdle(c, n) {
+  const tokens = await Promise.all(range(n).map((k) => userToken(c.tenant, `u${k}`)));
+  const page = await (await fetch(`${c.url}/v1/feeds/user/u0?limit=1`, { headers: { authorization: `Bearer ${tokens[0]}` } })).json();
+  const id = page.results[0].id;
+  const answers = await Promise.all(
+    tokens.map(async (token) => {
+      const t0 = performance.now();
+      const res = await fetch(`${c.url}/v1/activities/${id}/reactions`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify({ kind: "like" }) });
+      await res.arrayBuffer();
+      return { status: res.status, ms: performance.now() - t0 };
+    }),
+  );
+  const count = (f) => answers.filter(f).length;
+  return { sent: n, created: count((a) => a.status === 201), shed: count((a) => a.status === 429), other: count((a) => a.status !== 201 && a.status !== 429), maxMs: Math.max(...answers.map((a) => a.ms)) };
+}
+
 export async function runMixedLoad({
   infra,
   log,
@@ -91,6 +113,9 @@ export async function runMixedLoad({
       await seedMixed(c, { users, follows, seedPosts, log });
       await sleep(2000);
       const idleRssMb = systemRssMb(c.system);
+      const burst = await burstOnIdle(c, 50);
+      log(`  burst: ${burst.sent} concurrent reactions by as many users on the idle system: ${burst.created} 201, ${burst.shed} shed (429), ${burst.other} other; longest ${burst.maxMs.toFixed(0)} ms`);
+      await sleep(1000);
 
       let peakRssMb = idleRssMb;
       const sampler = setInterval(() => (peakRssMb = Math.max(peakRssMb, systemRssMb(c.system))), 100);
@@ -136,6 +161,7 @@ export async function runMixedLoad({
           open,
           over,
           overloadRatio: over.goodput / capacity,
+          burst,
           idleRssMb,
           peakRssMb,
           phases,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { envelope, http, newOperator, newTenant, staffToken, type TestTenant } from "../support/api.js";
+import { envelope, http, newOperator, newTenant, staffToken, type TestTenant, queueDrained } from "../support/api.js";
 
 /** Follows `source` → `target` ("group:id") with a server token; asserts a 2xx. */
 async function follow(t: TestTenant, source: string, target: string, token?: string) {
@@ -206,14 +206,8 @@ describe("history on follow and unfollow", () => {
       .map((a: any) => a.id);
 
   /** Until the fan-out queue (posts' fan-out and follows' history tasks) holds nothing. */
-  async function drained() {
-    for (let i = 0; ; i++) {
-      const q = await http("GET", "/v1/health/queues/fanout");
-      if (q.body.pending === 0) return;
-      if (i > 100) throw new Error("fan-out queue did not drain");
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  const drained = () => queueDrained("fanout", { timeoutMs: 10_000 });
+
 
   /** Follower-feed content is eventually consistent (contract): polls until it is `want`, 10 s at most. */
   async function eventuallyIdsFrom(token: string, feed: string, origin: string, want: string[]) {

@@ -5,7 +5,7 @@ import { connectNats, type Nats } from "@feeds/kit";
 import { createServerToken } from "@feeds/sdk";
 import { startPrivateNats, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningProcess, type RunningSystem } from "../../scripts/lib/system.mjs";
-import { http, newIp } from "../support/api.js";
+import { http, newIp, queueDrained } from "../support/api.js";
 import { testInfra } from "../support/infra.js";
 import { dropNamespace, newNamespace } from "../support/namespace.js";
 import { until } from "../support/until.js";
@@ -150,7 +150,7 @@ describe("notifications survive the notification service dying mid-stream", () =
 
     // Events handed to the dead process come back after their ack wait (30 s).
     await until("every notification", async () => ((await stored()) >= total ? true : undefined), 90_000).catch(() => undefined);
-    await until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify", { url })).body.pending === 0 ? true : undefined), 60_000);
+    await queueDrained("notify", { url, timeoutMs: 60_000 });
     for (const owner of owners) {
       const got = await all(token, owner);
       const actors = got.map((x) => x.actor);
@@ -198,7 +198,7 @@ describe("notifications survive the notification service dying mid-stream", () =
       },
       60_000,
     );
-    await until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify", { url })).body.pending === 0 ? true : undefined), 30_000);
+    await queueDrained("notify", { url });
     expect((await all(token, "alice")).map((n) => n.actor).sort()).toEqual(["user:x", "user:y"]);
   });
 });

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, newEvent, publishEvents, eventSubject, type FeedEvent, type Nats } from "@feeds/kit";
-import { envelope, http, newTenant, type RawAnswer, type TestTenant } from "../support/api.js";
+import { envelope, http, newTenant, type RawAnswer, type TestTenant, queueDrained } from "../support/api.js";
 import { until } from "../support/until.js";
 
 // The notification feed through the gateway: who is notified of follows, reactions, comments and
@@ -40,8 +40,7 @@ async function all(server: string, owner: string, limit = 100): Promise<any[]> {
 }
 
 /** Until the notify queue holds nothing: every event published so far has been handled and acked. */
-const drained = () =>
-  until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify")).body.pending === 0 ? true : undefined), 30_000);
+const drained = () => queueDrained("notify");
 
 /** Until `owner` has `n` notifications; answers them. */
 const notified = (server: string, owner: string, n: number) =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { http, newTenant, type TestTenant } from "../support/api.js";
+import { http, newTenant, type TestTenant, queueDrained } from "../support/api.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 import { until } from "../support/until.js";
 
@@ -24,8 +24,7 @@ async function notificationsOf(server: string, owner: string): Promise<any[]> {
   return res.body.results;
 }
 
-const drained = () =>
-  until("the notify queue to drain", async () => ((await http("GET", "/v1/health/queues/notify")).body.pending === 0 ? true : undefined), 20_000);
+const drained = () => queueDrained("notify", { timeoutMs: 20_000 });
 
 async function setUp(t: TestTenant) {
   const server = await t.server();

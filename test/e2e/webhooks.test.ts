@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OperatorClient, ServerClient } from "@feeds/sdk";
-import { baseUrl, envelope, http, newIp, newOperator, newTenant, staffToken, type TestTenant } from "../support/api.js";
+import { baseUrl, envelope, http, newIp, newOperator, newTenant, staffToken, type TestTenant, queueDrained } from "../support/api.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 // Webhooks on the shared system (WEBHOOK_ALLOW_PRIVATE=1, so a receiver on loopback is allowed;
@@ -280,8 +280,7 @@ describe("webhook delivery", () => {
     expect(batchUsers.body.results[0].ok).toBe(true);
     // The batch activity's fan-out task (where activity.added is published) has run once the
     // fan-out queue is empty; a test event published after it marks the end.
-    for (let i = 0; i < 50 && (await http("GET", "/v1/health/queues/fanout")).body.pending > 0; i++) await sleep(200);
-    expect((await http("GET", "/v1/health/queues/fanout")).body.pending).toBe(0);
+    await queueDrained("fanout", { timeoutMs: 10_000 });
     expect((await http("POST", "/operator/webhooks/test", { token: op })).body).toEqual({ published: 1 });
     await receiver.waitFor("the marker", () => eventsAt(d.path, "webhook.test").length === 1);
     await sleep(500);

@@ -161,3 +161,19 @@ export async function freshRateWindow(seconds = 20): Promise<void> {
   const left = 60_000 - (Date.now() % 60_000);
   if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 100));
 }
+
+/**
+ * Until a work queue holds nothing (every task published so far handled and acked). Queue depth
+ * is one answer shared for READY_CACHE_MS (500 ms): the first look waits that long, so that an
+ * answer read before the caller's own work was published cannot say "empty".
+ */
+export async function queueDrained(queue: "fanout" | "notify" | "webhooks", opts: { url?: string; timeoutMs?: number } = {}): Promise<void> {
+  await new Promise((r) => setTimeout(r, 600));
+  const deadline = Date.now() + (opts.timeoutMs ?? 30_000);
+  for (;;) {
+    const res = await http("GET", `/v1/health/queues/${queue}`, opts.url ? { url: opts.url } : {});
+    if (res.body.pending === 0) return;
+    if (Date.now() > deadline) throw new Error(`the ${queue} queue did not drain: ${JSON.stringify(res.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}

@@ -23,6 +23,7 @@ import {
 import { cursorOf, type RouteTable } from "../define.js";
 import { page } from "../json.js";
 import type { Clients } from "@feeds/kit";
+import { reactionWeight } from "../rate-weights.js";
 
 /** The interface's Reaction resource. */
 const reactionJson = (r: Reaction | undefined) =>
@@ -55,6 +56,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
   r.add({
     method: "POST",
     url: "/v1/activities/:id/reactions",
+    weight: reactionWeight,
     auth: "tenant",
     status: 201,
     summary: `React to an activity (201 new, 200 the existing reaction of that user and kind; server tokens name user_id); 400 on kind for a kind outside the tenant's list or past ${requestLimits.reactionKinds} kinds on the activity`,
@@ -90,6 +92,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
   r.add({
     method: "DELETE",
     url: "/v1/activities/:id/reactions/:kind",
+    weight: reactionWeight,
     auth: "tenant",
     status: 204,
     summary: "Remove your reaction of a kind (server tokens: ?user_id=); 404 when there was none",
@@ -106,6 +109,7 @@ export function engagementRoutes(r: RouteTable, clients: Pick<Clients, "engageme
   r.add({
     method: "DELETE",
     url: "/v1/reactions/:id",
+    weight: reactionWeight,
     auth: "tenant",
     status: 204,
     summary: "Remove a reaction by id (compatibility route; user tokens only their own)",

@@ -19,6 +19,7 @@ import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
+import { followWeight, suggestionsWeight } from "../rate-weights.js";
 
 /** The interface's Follow resource. */
 const followJson = (f: Follow) => ({
@@ -36,6 +37,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
   r.add({
     method: "POST",
     url: "/v1/feeds/:group/:id/follows",
+    weight: followWeight,
     auth: "tenant",
     status: 201,
     summary: "Follow a target feed (201 new edge, 200 existing edge; user tokens only from their own feeds)",
@@ -130,6 +132,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
   r.add({
     method: "GET",
     url: "/v1/feeds/:group/:id/suggestions",
+    weight: suggestionsWeight,
     auth: "tenant",
     summary: "Follow suggestions: user feeds by mutual overlap, topped up by popularity (not paged)",
     tags,

@@ -1,4 +1,4 @@
-import { queueDepth, type Clients, type Config, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { cachedRead, queueDepth, type Clients, type Config, type QueueDepth, type QueueName, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { healthSchema, queueDepthSchema, queueParams, readinessSchema } from "@feeds/sdk";
 import type { RouteTable } from "../define.js";
 import { createReadiness, within } from "../readiness.js";
@@ -16,11 +16,19 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
   const tags = ["health"];
   const ms = config.READY_CHECK_TIMEOUT_MS;
   const readiness = createReadiness(deps);
+  // Two JetStream info calls per queue, shared by every caller for READY_CACHE_MS.
+  const depths = new Map<QueueName, () => Promise<QueueDepth>>();
+  const depthOf = (queue: QueueName) => {
+    let read = depths.get(queue);
+    if (!read) depths.set(queue, (read = cachedRead(() => within(ms, queueDepth(deps.nats, queue)), config.READY_CACHE_MS)));
+    return read();
+  };
 
   r.add({
     method: "GET",
     url: "/v1/health",
     auth: "none",
+    admission: "exempt",
     summary: "Liveness and the running build",
     tags,
     response: { 200: healthSchema },
@@ -33,6 +41,7 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     method: "GET",
     url: "/v1/health/ready",
     auth: "none",
+    admission: "exempt",
     summary: "Readiness of every dependency (503 naming the failing one)",
     tags,
     response: { 200: readinessSchema, 503: readinessSchema },
@@ -47,12 +56,13 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     method: "GET",
     url: "/v1/health/queues/:queue",
     auth: "none",
+    admission: "exempt",
     summary: "Work-queue and dead-letter depth (fanout, notify or webhooks)",
     tags,
     params: queueParams,
     response: { 200: queueDepthSchema },
     async handler({ params }) {
-      return within(ms, queueDepth(deps.nats, params.queue));
+      return depthOf(params.queue);
     },
   });
 }

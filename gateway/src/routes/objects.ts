@@ -17,6 +17,7 @@ import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
 import { customOf } from "../json.js";
+import { bulkObjectsWeight } from "../rate-weights.js";
 
 /** The interface's Object: `{type, id, custom, updated_at}`. */
 export const objectJson = (o: FeedObject | undefined) =>
@@ -108,6 +109,7 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
   r.add({
     method: "POST",
     url: "/v1/objects/bulk",
+    weight: bulkObjectsWeight,
     auth: "server",
     summary: "Create or replace 1 to 100 objects (every item validated; answers them in order)",
     tags,

@@ -18,7 +18,9 @@ import {
   tenantSchema,
   userListPage,
 } from "@feeds/sdk";
-import { cursorOf, type RouteTable } from "../define.js";
+import type { FastifyReply } from "fastify";
+import { addressBucket } from "../client-address.js";
+import { cursorOf, rateHeaders, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import type { RateLimiter } from "../rate-limit.js";
 import { matchesEtag } from "./feeds.js";
@@ -40,9 +42,13 @@ export function operatorRoutes(
   const tags = ["operator"];
   const loginLimit = config.LOGIN_RATE_LIMIT_PER_MINUTE;
 
-  /** Login and invite acceptance: at most N attempts per minute per client address and per name. */
-  async function limitAttempts(kind: "login" | "invite", ip: string, name: string) {
-    const { count, window } = await limiter.hit(kind, [`ip:${ip}`, `id:${createHash("sha256").update(name).digest("hex")}`]);
+  /**
+   * Login and invite acceptance: at most N attempts per minute per client address (IPv6: per
+   * /64) and per name; the answer says where the caller stands (RateLimit-* headers).
+   */
+  async function limitAttempts(kind: "login" | "invite", reply: FastifyReply, ip: string, name: string) {
+    const { count, window } = await limiter.hit(kind, [`ip:${addressBucket(ip)}`, `id:${createHash("sha256").update(name).digest("hex")}`]);
+    rateHeaders(reply, { limit: loginLimit, remaining: Math.max(0, loginLimit - count), reset: window.retryAfter });
     if (count > loginLimit) throw limiter.refusal(kind, window);
   }
 
@@ -81,8 +87,8 @@ export function operatorRoutes(
     tags,
     body: loginBody,
     response: { 200: operatorSessionSchema },
-    async handler({ req, body, call }) {
-      await limitAttempts("login", req.ip, body.email.trim().toLowerCase());
+    async handler({ req, reply, body, call }) {
+      await limitAttempts("login", reply, req.ip, body.email.trim().toLowerCase());
       const res = await clients.operators.login({ email: body.email, password: body.password }, call);
       return sessionJson(res.session);
     },
@@ -96,8 +102,8 @@ export function operatorRoutes(
     tags,
     body: acceptInviteBody,
     response: { 200: operatorSessionSchema },
-    async handler({ req, body, call }) {
-      await limitAttempts("invite", req.ip, body.token);
+    async handler({ req, reply, body, call }) {
+      await limitAttempts("invite", reply, req.ip, body.token);
       const res = await clients.operators.acceptInvite({ token: body.token, password: body.password }, call);
       return sessionJson(res.session);
     },

@@ -30,7 +30,7 @@ import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Fanout } from "./fanout.js";
 import type { ActivityEvents } from "./events.js";
-import type { Signals } from "./signals.js";
+import { EMPTY_VERSION, type Signals } from "./signals.js";
 import { HEAD_CAP, type HeadEntry, type Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
 import { checkActivity, checkRefs, feedKey, parseCustom } from "./validate.js";
@@ -114,7 +114,8 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     }
     const rows = await entries.page(tenantId, feed, HEAD_CAP, null);
     const newest = rows.slice(0, HEAD_CAP).map((e) => ({ id: e.activity_id, timeMs: e.time.getTime() }));
-    await heads.rebuild(tenantId, feed, newest, rows.length <= HEAD_CAP);
+    // An empty feed keeps nothing in Redis: reads of any feed name must not leave keys behind.
+    if (rows.length > 0) await heads.rebuild(tenantId, feed, newest, rows.length <= HEAD_CAP);
     return { page: newest.slice(0, limit), more: rows.length > limit };
   }
 
@@ -348,8 +349,12 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const tenantId = requireTenant(ctx);
       const feed = feedKey(req.feed);
       // Redis alone while the feed's head is warm; a missing head is rebuilt once from MongoDB.
-      const [version, head] = await Promise.all([signals.version(tenantId, feed), heads.newest(tenantId, feed, 1)]);
+      const [stored, head] = await Promise.all([signals.peek(tenantId, feed), heads.newest(tenantId, feed, 1)]);
       const newest = head ? head.entries[0] : (await firstPage(tenantId, feed, 1)).page[0];
+      // An empty feed that was never read has the one stable version EMPTY_VERSION and stores
+      // none: any feed name may be polled, and only feeds with something in them cost a key.
+      if (stored === null && !newest) return { version: BigInt(EMPTY_VERSION), head: "" };
+      const version = stored ?? (await signals.version(tenantId, feed));
       return { version: BigInt(version), head: newest?.id ?? "" };
     },
 

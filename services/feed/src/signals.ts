@@ -9,6 +9,9 @@ import type { RedisConn } from "@feeds/kit";
 
 const TTL_SECONDS = 2_592_000;
 
+/** The version of an empty feed whose version was never stored: below every stored one. */
+export const EMPTY_VERSION = 0;
+
 /** Lua: moves the version at key `k` forward when it exists (`now`: the caller's clock in ms);
  * shared with the head script that adds an entry and bumps in one call. */
 export const BUMP_ONE = `
@@ -42,6 +45,11 @@ export function createSignals(conn: RedisConn) {
         const keys = feeds.slice(i, i + 500).map((f) => key(tenantId, f));
         await bump(keys.length, ...keys, String(Date.now()));
       }
+    },
+    /** The feed's stored version, or null when it has none. */
+    async peek(tenantId: string, feed: string): Promise<number | null> {
+      const v = await conn.redis.get(key(tenantId, feed));
+      return v === null ? null : Number(v);
     },
     /** The feed's version; a missing one (never read, or Redis lost it) starts at now. */
     async version(tenantId: string, feed: string): Promise<number> {

@@ -80,8 +80,15 @@ const byMethod = new Map(table.map((r) => [r.method, r]));
 /** Every rule, in the order above. */
 export const callRules = (): readonly CallRule[] => table;
 
+// Looked up twice a call (signing, verifying): by the descriptor itself, its name built once.
+const byDescriptor = new WeakMap<DescMethod, CallRule | null>();
+
 /** The rule of a method; undefined for one no service call may reach (grpc.health.v1 is open instead). */
-export const callRuleOf = (method: DescMethod): CallRule | undefined => byMethod.get(`${method.parent.typeName}/${method.name}`);
+export function callRuleOf(method: DescMethod): CallRule | undefined {
+  let rule = byDescriptor.get(method);
+  if (rule === undefined) byDescriptor.set(method, (rule = byMethod.get(`${method.parent.typeName}/${method.name}`) ?? null));
+  return rule ?? undefined;
+}
 
 /** Each service's callers: every process some rule of it names. */
 export function callersOf(): Map<ServiceName, Signer[]> {

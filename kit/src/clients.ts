@@ -9,9 +9,10 @@ import { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { Health } from "@feeds/proto/grpc/health/v1/health";
-import { requireInternalKey, serviceNames, serviceUrl, serviceUrlVariable, type Config, type ServiceName } from "./config.js";
+import { serviceNames, serviceUrl, serviceUrlVariable, type Config, type ServiceName, type Signer } from "./config.js";
 import { createInternalAuth, type InternalAuth } from "./internal-auth.js";
 import { createNetworkTransport } from "./rpc.js";
+import { keysFromConfig } from "./service-keys.js";
 
 /** A client of every service, each over the transport that reaches it. */
 export interface Clients {
@@ -47,25 +48,24 @@ export function createClients(transportOf: (name: ServiceName) => Transport): Cl
 }
 
 /**
- * Clients a standalone service process uses to reach its peers, over gRPC at `<SERVICE>_URL`.
- * Created lazily: a service that never calls a peer needs no URL for it.
+ * Clients a standalone service process uses to reach its peers, over gRPC at `<SERVICE>_URL`,
+ * signing as `signer`. Created lazily: a service that never calls a peer needs no URL for it.
  */
-export function createPeerClients(config: Config): () => Clients {
+export function createPeerClients(config: Config, auth: InternalAuth, signer: Signer): () => Clients {
   let clients: Clients | undefined;
-  let auth: InternalAuth | undefined;
   return () =>
     (clients ??= createClients((name) => {
       const url = serviceUrl(config, name);
       if (!url) throw new Error(`${serviceUrlVariable(name)} is not set: this process cannot reach the ${name} service`);
-      return createNetworkTransport(url, (auth ??= createInternalAuth(requireInternalKey(config))));
+      return createNetworkTransport(url, auth, signer);
     }));
 }
 
 /**
  * Clients of every service over gRPC, for a process that runs none of them (the gateway on its
- * own), one transport per service. Every `<SERVICE>_URL` and FEEDS_INTERNAL_KEY are required at
- * once: a missing one stops the process at start-up naming the variable (and `why`), not its
- * first request.
+ * own), one transport per service, signing as the gateway. Every `<SERVICE>_URL` and the
+ * gateway's key are required at once: a missing one stops the process at start-up naming the
+ * variable (and `why`), not its first request.
  */
 export function createNetworkClients(config: Config, why: string): Clients {
   const missing = serviceNames.filter((n) => !serviceUrl(config, n));
@@ -73,7 +73,7 @@ export function createNetworkClients(config: Config, why: string): Clients {
     const lines = missing.map((n) => `  ${serviceUrlVariable(n)}: required: the base URL of the ${n} service (${why})`);
     throw new Error(`invalid configuration:\n${lines.join("\n")}`);
   }
-  const auth = createInternalAuth(requireInternalKey(config));
-  const transports = new Map(serviceNames.map((n) => [n, createNetworkTransport(serviceUrl(config, n) as string, auth)]));
+  const auth = createInternalAuth(keysFromConfig(config, "gateway"));
+  const transports = new Map(serviceNames.map((n) => [n, createNetworkTransport(serviceUrl(config, n) as string, auth, "gateway")]));
   return createClients((n) => transports.get(n) as Transport);
 }

@@ -66,9 +66,23 @@ export const configFields = z.object({
   // 32 bytes, base64: the key that encrypts tenant api secrets at rest (AES-256-GCM). Only the
   // process that runs tenancy is given it (requireMasterKey).
   FEEDS_MASTER_KEY: key32,
-  // 32 bytes, base64: signs every service-to-service call (kit/src/internal-auth.ts). Every
-  // process that serves or reaches a service over the network needs the same one.
+  // 32 bytes, base64: the root every service key derives from (docs/service-auth.md). It signs as
+  // any process, so only the one-process system and `npm run service-keys` are given it.
   FEEDS_INTERNAL_KEY: key32,
+  // 32 bytes, base64: the key this process signs its calls with, as itself only
+  // (FEEDS_SERVICE_KEY_<PROCESS> of `npm run service-keys`).
+  FEEDS_SERVICE_KEY: key32,
+  // The keys a service verifies its callers' tokens with: `<process>:<32 bytes base64>`,
+  // comma-separated (FEEDS_CALLER_KEYS_<SERVICE> of `npm run service-keys`).
+  FEEDS_CALLER_KEYS: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const parsed = parseCallerKeys(v);
+      if ("keys" in parsed) return parsed.keys;
+      ctx.addIssue({ code: "custom", message: parsed.error });
+      return z.NEVER;
+    }),
   // Identifies the running build in /v1/health.
   BUILD_VERSION: z.string().default("dev"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -185,6 +199,26 @@ export const serviceNames = [
 ] as const;
 export type ServiceName = (typeof serviceNames)[number];
 
+/** Who signs a service call: the gateway, a service's process, or a service's FEEDS_ROLE=worker process. */
+export type Signer = "gateway" | ServiceName | `${ServiceName}-worker`;
+export const signers: readonly Signer[] = ["gateway", ...serviceNames, ...serviceNames.map((n) => `${n}-worker` as const)];
+export const isSigner = (v: string): v is Signer => (signers as readonly string[]).includes(v);
+
+/** `<signer>:<base64>,...` into 32-byte keys by signer, or what is wrong with it. */
+function parseCallerKeys(v: string | undefined): { keys: Map<Signer, Buffer> | undefined } | { error: string } {
+  if (v === undefined || v === "") return { keys: undefined };
+  const keys = new Map<Signer, Buffer>();
+  for (const entry of v.split(",")) {
+    const [who, b64, extra] = entry.trim().split(":");
+    if (who === undefined || b64 === undefined || extra !== undefined || !isSigner(who)) return { error: `"${entry.slice(0, 40)}" is not <process>:<base64 key> (process one of ${signers.join(", ")})` };
+    if (keys.has(who)) return { error: `${who} is named twice` };
+    const key = Buffer.from(b64, "base64");
+    if (key.length !== 32) return { error: `the key of ${who} must be 32 bytes of base64` };
+    keys.set(who, key);
+  }
+  return { keys };
+}
+
 /** The variable that names a service's gRPC base URL. */
 export const serviceUrlVariable = (name: ServiceName): string => `${name.toUpperCase()}_URL`;
 
@@ -198,10 +232,10 @@ export function requireMasterKey(config: Config): Buffer {
   return Buffer.from(config.FEEDS_MASTER_KEY, "base64");
 }
 
-/** Where calls cross the network: the shared internal key, or a start-up failure. */
+/** The one-process system once a service is reached over the network: the root key, or a start-up failure. */
 export function requireInternalKey(config: Config): Buffer {
   if (!config.FEEDS_INTERNAL_KEY) {
-    throw new Error("invalid configuration:\n  FEEDS_INTERNAL_KEY: required where services are served or reached over the network");
+    throw new Error("invalid configuration:\n  FEEDS_INTERNAL_KEY: required where the one-process system reaches a service over the network");
   }
   return Buffer.from(config.FEEDS_INTERNAL_KEY, "base64");
 }

@@ -9,6 +9,8 @@ export * from "./cursor.js";
 export * from "./rpc.js";
 export * from "./rpc-context.js";
 export * from "./internal-auth.js";
+export * from "./service-keys.js";
+export * from "./call-policy.js";
 export * from "./trust-proxy.js";
 export * from "./time.js";
 export * from "./crypto.js";

@@ -7,10 +7,14 @@ import {
   type CallOptions,
   type HandlerContext,
   type Interceptor,
+  type StreamRequest,
+  type UnaryRequest,
 } from "@connectrpc/connect";
 import { ErrorDetailSchema } from "@feeds/proto/feeds/common/v1/common";
 import { Health } from "@feeds/proto/grpc/health/v1/health";
 import { forbidden, toConnectError, unauthenticated } from "./errors.js";
+import { callRuleOf } from "./call-policy.js";
+import type { Signer } from "./config.js";
 import { INTERNAL_AUTH_HEADER, type Caller, type InternalAuth } from "./internal-auth.js";
 import type { Logger } from "./log.js";
 import { currentWork, workScope } from "./metrics.js";
@@ -67,11 +71,15 @@ export function requireOperator(ctx: HandlerContext): string {
   return c.operatorId;
 }
 
-/** Client side of every transport: signs the call's tenant and caller (none named: anonymous). */
-export function createClientInterceptor(auth: InternalAuth): Interceptor {
+/**
+ * Client side of every transport: signs the call as `signer`, for its method, with its tenant
+ * and caller (none named: anonymous). grpc.health.v1 goes unsigned: it is open to probes.
+ */
+export function createClientInterceptor(auth: InternalAuth, signer: Signer): Interceptor {
   return (next) => (req) => {
     const v = req.contextValues;
-    req.header.set(INTERNAL_AUTH_HEADER, auth.sign({ tenantId: v.get(tenantKey), caller: v.get(callerKey) ?? { kind: "anonymous" } }));
+    const rule = callRuleOf(req.method);
+    if (rule) req.header.set(INTERNAL_AUTH_HEADER, auth.sign(signer, rule, { tenantId: v.get(tenantKey), caller: v.get(callerKey) ?? { kind: "anonymous" } }));
     const rid = v.get(requestIdKey);
     if (rid) req.header.set(H_REQUEST, rid);
     return next(req);
@@ -79,16 +87,34 @@ export function createClientInterceptor(auth: InternalAuth): Interceptor {
 }
 
 // The reason travels as a detail the gateway does not know: a refused internal call is the
-// system's failure (500 INTERNAL at the edge), never the end client's 401.
-const refusal = (message: string) =>
-  new ConnectError(message, Code.Unauthenticated, undefined, [
-    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { reason: "INTERNAL_UNAUTHENTICATED" }) },
+// system's failure (500 INTERNAL at the edge), never the end client's 401 or 403. The why stays
+// in this process's log.
+const refusal = (code: Code.Unauthenticated | Code.PermissionDenied) =>
+  new ConnectError(code === Code.Unauthenticated ? "internal call not authenticated" : "internal call not allowed", code, undefined, [
+    { desc: ErrorDetailSchema, value: create(ErrorDetailSchema, { reason: code === Code.Unauthenticated ? "INTERNAL_UNAUTHENTICATED" : "INTERNAL_PERMISSION_DENIED" }) },
   ]);
+
+/** Tenant and caller of a call from a verified token whose signer the allow-list lets call this RPC. */
+function admit(log: Logger, auth: InternalAuth, req: UnaryRequest | StreamRequest): Code.Unauthenticated | Code.PermissionDenied | null {
+  const refuse = (code: Code.Unauthenticated | Code.PermissionDenied, reason: string) => {
+    log.warn({ rpc: req.url, reason }, "internal call refused");
+    return code;
+  };
+  const rule = callRuleOf(req.method);
+  // A method the allow-list does not know (a service mounted without rules): nobody may call it.
+  if (!rule) return refuse(Code.PermissionDenied, "no rule names this method");
+  const claims = auth.verify(req.header.get(INTERNAL_AUTH_HEADER), rule);
+  if ("refused" in claims) return refuse(Code.Unauthenticated, claims.refused);
+  if (!rule.callers.includes(claims.signer)) return refuse(Code.PermissionDenied, `${claims.signer} may not call ${rule.method}`);
+  req.contextValues.set(tenantKey, claims.tenantId);
+  req.contextValues.set(callerKey, claims.caller);
+  return null;
+}
 
 /**
  * The service-side plumbing every call passes: tenant and caller from a verified internal token
- * only (probes' Health/Check excepted), errors mapped to ConnectError with the interface code,
- * unexpected failures logged with their cause.
+ * for this RPC, signed by a process its allow-list names (probes' Health/Check excepted), errors
+ * mapped to ConnectError with the interface code, unexpected failures logged with their cause.
  */
 export function createServerInterceptor(log: Logger, auth: InternalAuth): Interceptor {
   const timer = createRpcTimer();
@@ -98,15 +124,10 @@ export function createServerInterceptor(log: Logger, auth: InternalAuth): Interc
     const rid = given && REQUEST_ID.test(given) ? given : "";
     req.contextValues.set(requestIdKey, rid);
     const probe = req.method.parent.typeName === Health.typeName && req.method.name === "Check";
-    if (!probe) {
-      const claims = auth.verify(req.header.get(INTERNAL_AUTH_HEADER));
-      if ("refused" in claims) {
-        log.warn({ rpc: req.url, reason: claims.refused }, "internal call refused");
-        done(Code.Unauthenticated);
-        throw refusal(claims.refused);
-      }
-      req.contextValues.set(tenantKey, claims.tenantId);
-      req.contextValues.set(callerKey, claims.caller);
+    const refused = probe ? null : admit(log, auth, req);
+    if (refused !== null) {
+      done(refused);
+      throw refusal(refused);
     }
     const mapped = (e: unknown) => {
       const ce = toConnectError(e);

@@ -6,7 +6,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { Health, HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
 import type { InternalAuth } from "./internal-auth.js";
 import type { Logger } from "./log.js";
-import type { ServiceName } from "./config.js";
+import type { ServiceName, Signer } from "./config.js";
 import { createClientInterceptor, createServerInterceptor } from "./rpc-context.js";
 import { createDirectTransport } from "./direct-transport.js";
 
@@ -28,38 +28,44 @@ function mountAll(router: ConnectRouter, modules: ServiceModule[]) {
 }
 
 /**
- * In-process transport: how the one-process system connects the gateway to its services. Calls
- * are signed and verified here too: one path, whichever way a service is reached. `direct`
- * (default): unary calls skip the wire format (direct-transport.ts); `router`: Connect's
- * in-memory protocol for every call.
+ * In-process transport: how the one-process system connects the gateway and its services, each
+ * calling as `signer`. Calls are signed and verified here too: one path, whichever way a service
+ * is reached. `direct` (default): unary calls skip the wire format (direct-transport.ts);
+ * `router`: Connect's in-memory protocol for every call.
  */
-export function createInProcessTransport(modules: ServiceModule[], log: Logger, auth: InternalAuth, mode: "direct" | "router" = "direct"): Transport {
+export function createInProcessTransport(
+  modules: ServiceModule[],
+  log: Logger,
+  auth: InternalAuth,
+  signer: Signer,
+  mode: "direct" | "router" = "direct",
+): Transport {
   const routes = (router: ConnectRouter) => mountAll(router, modules);
-  const router = createLocalTransport(routes, log, auth);
+  const router = createLocalTransport(routes, log, auth, signer);
   if (mode === "router") return router;
   return createDirectTransport({
     routes,
-    clientInterceptors: [createClientInterceptor(auth)],
+    clientInterceptors: [createClientInterceptor(auth, signer)],
     serverInterceptors: [createServerInterceptor(log, auth)],
     streams: router,
   });
 }
 
 /** Routes served in this process behind the same client and server interceptors (also for tests). */
-export function createLocalTransport(routes: (router: ConnectRouter) => void, log: Logger, auth: InternalAuth): Transport {
+export function createLocalTransport(routes: (router: ConnectRouter) => void, log: Logger, auth: InternalAuth, signer: Signer): Transport {
   return createRouterTransport(routes, {
     router: { interceptors: [createServerInterceptor(log, auth)] },
-    transport: { interceptors: [createClientInterceptor(auth)] },
+    transport: { interceptors: [createClientInterceptor(auth, signer)] },
   });
 }
 
-/** gRPC over HTTP/2 cleartext: how split mode reaches a service; every call carries a signed token. */
-export function createNetworkTransport(baseUrl: string, auth: InternalAuth): Transport {
+/** gRPC over HTTP/2 cleartext: how split mode reaches a service; every call carries a token `signer` signed. */
+export function createNetworkTransport(baseUrl: string, auth: InternalAuth, signer: Signer): Transport {
   return createGrpcTransport({
     baseUrl,
     httpVersion: "2",
     defaultTimeoutMs: 10_000,
-    interceptors: [createClientInterceptor(auth)],
+    interceptors: [createClientInterceptor(auth, signer)],
   } as Parameters<typeof createGrpcTransport>[0]);
 }
 

@@ -1,5 +1,6 @@
-import { loadConfig, requireInternalKey, type Config, type ServiceName } from "./config.js";
+import { loadConfig, type Config, type ServiceName } from "./config.js";
 import { createInternalAuth } from "./internal-auth.js";
+import { keysFromConfig } from "./service-keys.js";
 import { createLogger, type Logger } from "./log.js";
 import { processMetrics, serveMetrics, type Metrics } from "./metrics.js";
 import { connectMongo, type Mongo } from "./mongo.js";
@@ -69,12 +70,14 @@ export type ServiceBuild = (infra: Infra, peers: () => Clients) => Promise<Servi
  */
 export async function runServiceMain(name: ServiceName, build: ServiceBuild): Promise<void> {
   const config = loadConfig();
-  // Before connecting anything: a standalone service serves only callers that hold the key.
-  const auth = createInternalAuth(requireInternalKey(config));
   const role = config.FEEDS_ROLE;
+  // Before connecting anything: the keys to sign as this process and to verify its callers. A
+  // worker signs as `<service>-worker` and serves grpc.health.v1 alone, so it verifies no one.
+  const signer = role === "worker" ? (`${name}-worker` as const) : name;
+  const auth = createInternalAuth(keysFromConfig(config, signer, role === "worker" ? undefined : name));
   const log = createLogger(config, role === "all" ? name : `${name}:${role}`);
   const infra = createInfra(config, log, name);
-  const module = await build(infra, createPeerClients(config));
+  const module = await build(infra, createPeerClients(config, auth, signer));
   const background = role !== "api" ? module.start?.bind(module) : undefined;
   if (role === "worker" && !background) {
     throw new Error(`invalid configuration:\n  FEEDS_ROLE: the ${name} service has no background work to run as a worker`);

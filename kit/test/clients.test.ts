@@ -5,6 +5,7 @@ import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/h
 import {
   createInternalAuth,
   createLogger,
+  rootKeys,
   createNetworkClients,
   loadConfig,
   serveModules,
@@ -22,7 +23,7 @@ const urls = (url: string) => Object.fromEntries(serviceNames.map((n) => [servic
 let server: RpcServer;
 beforeAll(async () => {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  server = await serveModules([], { host: "127.0.0.1", port: 0, log, auth: createInternalAuth(Buffer.from(key, "base64")) });
+  server = await serveModules([], { host: "127.0.0.1", port: 0, log, auth: createInternalAuth(rootKeys(Buffer.from(key, "base64"))) });
 });
 afterAll(() => {
   // Not awaited: the clients' HTTP/2 sessions (never closed by connect-node) hold it open.
@@ -44,8 +45,10 @@ describe("createNetworkClients", () => {
     expect(message.match(/[A-Z]+_URL/g)).toEqual(["GRAPH_URL"]);
   });
 
-  it("refuses without FEEDS_INTERNAL_KEY", () => {
-    expect(() => createNetworkClients(loadConfig(urls("http://127.0.0.1:1")), why)).toThrow(/FEEDS_INTERNAL_KEY: required/);
+  it("refuses without the gateway's own key (or the root)", () => {
+    expect(() => createNetworkClients(loadConfig(urls("http://127.0.0.1:1")), why)).toThrow(/FEEDS_SERVICE_KEY: required: the gateway process signs its calls with it \(FEEDS_SERVICE_KEY_GATEWAY/);
+    const own = { ...urls("http://127.0.0.1:1"), FEEDS_SERVICE_KEY: randomBytes(32).toString("base64") };
+    expect(() => createNetworkClients(loadConfig(own), why)).not.toThrow();
   });
 
   it("reaches each service at its own URL, signing with the internal key", async () => {

@@ -45,10 +45,22 @@ describe("keys", () => {
     expect(requireMasterKey(loadConfig({ FEEDS_MASTER_KEY: key.toString("base64") }))).toEqual(key);
   });
 
-  it("FEEDS_INTERNAL_KEY is required where services are served or reached over the network, and 32 bytes", () => {
+  it("FEEDS_INTERNAL_KEY is required where the one-process system reaches a service over the network, and 32 bytes", () => {
     expect(() => requireInternalKey(loadConfig({}))).toThrow(/FEEDS_INTERNAL_KEY: required/);
     expect(() => loadConfig({ FEEDS_INTERNAL_KEY: randomBytes(16).toString("base64") })).toThrow(/FEEDS_INTERNAL_KEY: must be 32 bytes/);
     const key = randomBytes(32);
     expect(requireInternalKey(loadConfig({ FEEDS_INTERNAL_KEY: key.toString("base64") }))).toEqual(key);
+  });
+
+  it("FEEDS_SERVICE_KEY is 32 bytes; FEEDS_CALLER_KEYS names known processes, once each, with 32-byte keys", () => {
+    expect(() => loadConfig({ FEEDS_SERVICE_KEY: randomBytes(31).toString("base64") })).toThrow(/FEEDS_SERVICE_KEY: must be 32 bytes/);
+    const k = () => randomBytes(32).toString("base64");
+    const [a, b] = [k(), k()];
+    expect(loadConfig({ FEEDS_CALLER_KEYS: `gateway:${a},feed-worker:${b}` }).FEEDS_CALLER_KEYS).toEqual(
+      new Map([["gateway", Buffer.from(a, "base64")], ["feed-worker", Buffer.from(b, "base64")]]),
+    );
+    expect(() => loadConfig({ FEEDS_CALLER_KEYS: `root:${a}` })).toThrow(/FEEDS_CALLER_KEYS: "root:[^"]*" is not <process>:<base64 key>/);
+    expect(() => loadConfig({ FEEDS_CALLER_KEYS: `gateway:${a},gateway:${b}` })).toThrow(/FEEDS_CALLER_KEYS: gateway is named twice/);
+    expect(() => loadConfig({ FEEDS_CALLER_KEYS: `gateway:${randomBytes(16).toString("base64")}` })).toThrow(/FEEDS_CALLER_KEYS: the key of gateway must be 32 bytes/);
   });
 });

@@ -9,6 +9,7 @@ import {
   createInProcessTransport,
   createInternalAuth,
   createLogger,
+  rootKeys,
   encodeCaller,
   fromRpcError,
   notFound,
@@ -22,7 +23,7 @@ import {
 // interceptors as every other transport; so do server streams (their messages, as yielded).
 
 const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-const auth = createInternalAuth(randomBytes(32));
+const auth = createInternalAuth(rootKeys(randomBytes(32)));
 /** A value only the client side knows: never part of the signed token. */
 const clientOnly = createContextKey<string>("", { description: "client only" });
 
@@ -61,8 +62,10 @@ function system(mode: "direct" | "router") {
         }),
     },
   ];
-  const transport = createInProcessTransport(modules, log, auth, mode);
-  return { seen, tenancy: createClient(TenancyService, transport), graph: createClient(GraphService, transport) };
+  // Each as the process that calls it: the gateway asks tenancy, the fan-out streams a feed's followers.
+  const gateway = createInProcessTransport(modules, log, auth, "gateway", mode);
+  const feed = createInProcessTransport(modules, log, auth, "feed", mode);
+  return { seen, tenancy: createClient(TenancyService, gateway), graph: createClient(GraphService, feed) };
 }
 
 describe("the in-process transport (direct)", () => {

@@ -3,7 +3,8 @@
 //	helm template ... | k8s-check            check every object; exit 1 naming each bad one
 //	k8s-check -json a.yaml b.yaml            the same, and print the objects as a JSON array
 //	k8s-check -compose docker-compose.yml    load a Compose file (schema, interpolation, merges)
-//	                                         and print {"services": [...]} as JSON
+//	                                         and print {"services": [...], "environment":
+//	                                         {service: {variable: value}}} as JSON
 //
 // Each object is strict-decoded into the typed object of its apiVersion and kind (client-go's
 // scheme, plus the prometheus-operator types for ServiceMonitor): an unknown kind, a misspelt or
@@ -42,7 +43,7 @@ import (
 
 func main() {
 	asJSON := flag.Bool("json", false, "print the checked objects as a JSON array on stdout")
-	compose := flag.Bool("compose", false, "load the given Compose file and print its service names as JSON")
+	compose := flag.Bool("compose", false, "load the given Compose file and print its service names and environments as JSON")
 	flag.Parse()
 	if *compose {
 		if flag.NArg() != 1 {
@@ -243,7 +244,8 @@ func summary(kinds map[string]int) string {
 }
 
 // checkCompose loads a Compose file the way `docker compose config` does (schema validation,
-// variable interpolation from the environment, YAML anchors and merges) and prints its services.
+// variable interpolation from the environment, YAML anchors and merges) and prints its services
+// and each one's environment.
 func checkCompose(file string) error {
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -261,7 +263,11 @@ func checkCompose(file string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	out, err := json.Marshal(map[string]any{"services": project.ServiceNames()})
+	environment := map[string]map[string]*string{}
+	for name, svc := range project.Services {
+		environment[name] = svc.Environment
+	}
+	out, err := json.Marshal(map[string]any{"services": project.ServiceNames(), "environment": environment})
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ function keptKey(variable, fileName) {
 /** The key that encrypts tenant secrets at rest: FEEDS_MASTER_KEY, else .cache/master.key. */
 export const masterKey = () => keptKey("FEEDS_MASTER_KEY", "master.key");
 
-/** The key that signs service-to-service calls: FEEDS_INTERNAL_KEY, else .cache/internal.key. */
+/** The root of the service keys (docs/service-auth.md): FEEDS_INTERNAL_KEY, else .cache/internal.key. */
 export const internalKey = () => keptKey("FEEDS_INTERNAL_KEY", "internal.key");
 
 /** The running build: package version, commit and whether the tree had changes. */

@@ -39,7 +39,7 @@ function startProcess(name, entry, env, { inherit = false } = {}) {
 }
 
 // Secrets a process gets only when its own env names them, never from this process's env.
-const withheld = ["FEEDS_MASTER_KEY", "FEEDS_INTERNAL_KEY"];
+const withheld = ["FEEDS_MASTER_KEY", "FEEDS_INTERNAL_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"];
 
 function spawnProcess(name, entry, env, { inherit = false } = {}) {
   const childEnv = { ...process.env, ...env };
@@ -89,8 +89,10 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
 }
 
 /**
- * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone; every process of one system
- * shares one FEEDS_INTERNAL_KEY (a fresh one unless `env` names it).
+ * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone, and each process only its own
+ * service keys (FEEDS_SERVICE_KEY, and a service's FEEDS_CALLER_KEYS), derived from the root
+ * FEEDS_INTERNAL_KEY (a fresh one unless `env` names it) as `npm run service-keys` does; the
+ * root itself goes to the one-process system only.
  * With `workers` (split only), each of `workers` runs in a process of its own, as the chart runs it.
  * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean }} opts
  * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
@@ -101,7 +103,10 @@ export async function startSystem({ env: given, split = false, workers: splitWor
   // (the gateway's; services always take a free one). Each process's `metrics` names it.
   const gatewayMetricsPort = given.METRICS_PORT ?? "0";
   env.METRICS_PORT = "0";
-  const { FEEDS_MASTER_KEY: _, ...withoutMasterKey } = env;
+  const { FEEDS_MASTER_KEY: masterKey, FEEDS_INTERNAL_KEY: root, ...withoutKeys } = env;
+  // Built by now (the processes run dist/): kit derives the keys.
+  const keysOf = split ? (await import("@feeds/kit")).processKeyEnv : null;
+  const ownKeys = (signer, serves) => keysOf(Buffer.from(root, "base64"), signer, serves);
   const processes = [];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -121,7 +126,14 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         startProcess(
           s,
           `services/${s}/dist/main.js`,
-          { ...(s === "tenancy" ? env : withoutMasterKey), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
+          {
+            ...withoutKeys,
+            ...(s === "tenancy" && masterKey ? { FEEDS_MASTER_KEY: masterKey } : {}),
+            ...ownKeys(s, s),
+            ...urls,
+            GRPC_PORT: String(ports[i]),
+            ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}),
+          },
           { inherit },
         ),
       );
@@ -129,16 +141,16 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         for (const [w, s] of Object.entries(workers)) {
           const grpcPort = await freePort();
           workerUrls[w] = `http://127.0.0.1:${grpcPort}`;
-          const workerEnv = { ...withoutMasterKey, ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
+          const workerEnv = { ...withoutKeys, ...ownKeys(`${s}-worker`), ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
           started.push(startProcess(`${w}-worker`, `services/${s}/dist/main.js`, workerEnv, { inherit }));
         }
       }
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
-    // Split, tenancy runs elsewhere: the gateway has no use for the master key. Either way the
-    // process that answers HTTP is named "gateway".
-    const gwEnv = { ...(split ? withoutMasterKey : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
+    // Split, tenancy runs elsewhere: the gateway has no use for the master key, and signs as
+    // itself alone. Either way the process that answers HTTP is named "gateway".
+    const gwEnv = { ...(split ? { ...withoutKeys, ...ownKeys("gateway") } : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
     const gw = startProcess("gateway", split ? "gateway/dist/main.js" : "system/dist/main.js", gwEnv, { inherit });
     processes.push(gw);
     const ready = await gw.first;

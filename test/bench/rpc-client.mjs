@@ -9,7 +9,7 @@ import { performance } from "node:perf_hooks";
 import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { toBinary, create } from "@bufbuild/protobuf";
-import { createInProcessTransport, createInternalAuth, createLogger, scope } from "@feeds/kit";
+import { createInProcessTransport, createInternalAuth, createLogger, rootKeys, scope } from "@feeds/kit";
 import {
   Health,
   HealthCheckResponseSchema,
@@ -43,8 +43,8 @@ async function callerFor({ mode, port }) {
     case "inproc-bare":
       return plain(createRouterTransport((router) => router.service(Health, { check: () => ({ status: SERVING }) })));
     case "inproc-plumbed":
-      // Signs every call; Health/Check itself is open (probes), so the server verifies nothing here.
-      return plumbed(createInProcessTransport([], createLogger({ LOG_LEVEL: "warn" }, "bench"), createInternalAuth(randomBytes(32))));
+      // Health/Check is open (probes): the client signs no token for it and the server verifies none.
+      return plumbed(createInProcessTransport([], createLogger({ LOG_LEVEL: "warn" }, "bench"), createInternalAuth(rootKeys(randomBytes(32))), "gateway"));
     case "grpcjs": {
       const grpc = await import("@grpc/grpc-js");
       const Client = grpc.makeGenericClientConstructor(echoDefinition, "Echo");

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import * as http2 from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { createInternalAuth, createLogger, serveModules } from "@feeds/kit";
+import { createInternalAuth, createLogger, rootKeys, serveModules } from "@feeds/kit";
 import { Health, HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
 import { echoDefinition } from "./rpc-echo.mjs";
 
@@ -24,7 +24,7 @@ if (mode === "connect-bare") {
   close = () => new Promise((r) => server.close(r));
 } else if (mode === "connect-plumbed") {
   const log = createLogger({ LOG_LEVEL: "warn" }, "bench");
-  const server = await serveModules([], { host: "127.0.0.1", port: 0, log, auth: createInternalAuth(randomBytes(32)) });
+  const server = await serveModules([], { host: "127.0.0.1", port: 0, log, auth: createInternalAuth(rootKeys(randomBytes(32))) });
   port = server.port;
   close = () => server.close();
 } else if (mode === "grpcjs") {

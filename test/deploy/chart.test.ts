@@ -1,6 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
+import { namedSigners, serviceKeySet, type Signer } from "@feeds/kit";
 import { services, workers } from "../../scripts/lib/system.mjs";
 import { buildK8sTools } from "../../scripts/k8s-check/tools.mjs";
 
@@ -101,6 +103,31 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
           for (const s of services) expect(env, d.metadata.name).toContainEqual({ name: `${s.toUpperCase()}_URL`, value: `http://${release}-${s}:50051` });
           expect(ofKind("Service").map((x) => x.metadata.name)).toContain(d.metadata.name);
         }
+      });
+
+      it("gives each process only its own service keys from the Secret, the keys npm run service-keys makes, and none the root", () => {
+        const secretKeys = new Set(Object.keys(serviceKeySet(randomBytes(32))));
+        const suffix = (n: string) => n.toUpperCase().replace(/-/g, "_");
+        const signerOf = (component: string): { signer: Signer; serves?: string } => {
+          if (component === "gateway") return { signer: "gateway" };
+          const worker = Object.entries(workers).find(([w]) => `${w}-worker` === component);
+          return worker ? { signer: `${worker[1]}-worker` as Signer } : { signer: component as Signer, serves: component };
+        };
+        for (const d of ofKind("Deployment")) {
+          const component = d.metadata.name.slice(release.length + 1);
+          const env: any[] = d.spec.template.spec.containers[0].env;
+          const { signer, serves } = signerOf(component);
+          const isKey = (name: string) => (name.startsWith("FEEDS_") && name.endsWith("_KEY")) || name === "FEEDS_CALLER_KEYS";
+          const keyed: Record<string, { name: string; key: string }> = Object.fromEntries(env.filter((e) => isKey(e.name)).map((e) => [e.name, e.valueFrom?.secretKeyRef]));
+          const expected: Record<string, unknown> = {};
+          if (namedSigners().includes(signer)) expected.FEEDS_SERVICE_KEY = { name: "feeds-secrets", key: `FEEDS_SERVICE_KEY_${suffix(signer)}` };
+          if (serves) expected.FEEDS_CALLER_KEYS = { name: "feeds-secrets", key: `FEEDS_CALLER_KEYS_${suffix(serves)}` };
+          if (component === "tenancy") expected.FEEDS_MASTER_KEY = { name: "feeds-secrets", key: "FEEDS_MASTER_KEY" };
+          expect(keyed, component).toEqual(expected);
+          for (const ref of Object.values(keyed)) if (ref.key !== "FEEDS_MASTER_KEY") expect(secretKeys, `${component}: ${ref.key}`).toContain(ref.key);
+        }
+        // The notify worker fetches tenant-chosen URLs and calls no service: it holds no key.
+        expect(deployment("notify-worker").spec.template.spec.containers[0].env.map((e: any) => e.name)).not.toContain("FEEDS_SERVICE_KEY");
       });
 
       it("probes each service and worker over grpc.health.v1, and the gateway over HTTP", () => {
@@ -231,20 +258,30 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
     }
   });
 
-  it("docker-compose.yml loads and runs every service and the gateway the chart runs", () => {
-    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, {
-      FEEDS_MASTER_KEY: "x".repeat(44),
-      FEEDS_INTERNAL_KEY: "y".repeat(44),
-    });
+  it("docker-compose.yml loads and runs every service and the gateway the chart runs, each with only its own keys", () => {
+    const keys = serviceKeySet(randomBytes(32));
+    const masterKey = randomBytes(32).toString("base64");
+    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, ...keys });
     expect(loaded.stderr).toBe("");
     expect(loaded.status).toBe(0);
-    const composed = (JSON.parse(loaded.stdout) as { services: string[] }).services;
+    const { services: composed, environment } = JSON.parse(loaded.stdout) as { services: string[]; environment: Record<string, Record<string, string | null>> };
     // Compose runs each worker inside its service's container (FEEDS_ROLE defaults to all).
     expect(composed).toEqual(expect.arrayContaining(["gateway", ...services, ...new Set(Object.values(workers))]));
     expect(composed.sort()).toEqual(["gateway", "mongo", "nats", "redis", ...services].sort());
-    // Without the keys it names, the file does not load.
-    const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: "x".repeat(44), FEEDS_INTERNAL_KEY: "" });
+    const keysOf = (name: string) =>
+      Object.fromEntries(Object.entries(environment[name] ?? {}).filter(([k]) => ["FEEDS_INTERNAL_KEY", "FEEDS_MASTER_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"].includes(k)));
+    const suffix = (n: string) => n.toUpperCase().replace(/-/g, "_");
+    expect(keysOf("gateway")).toEqual({ FEEDS_SERVICE_KEY: keys.FEEDS_SERVICE_KEY_GATEWAY });
+    for (const s of services) {
+      expect(keysOf(s), s).toEqual({
+        ...(s === "tenancy" ? { FEEDS_MASTER_KEY: masterKey } : {}),
+        ...(namedSigners().includes(s as Signer) ? { FEEDS_SERVICE_KEY: keys[`FEEDS_SERVICE_KEY_${suffix(s)}`] } : {}),
+        FEEDS_CALLER_KEYS: keys[`FEEDS_CALLER_KEYS_${suffix(s)}`],
+      });
+    }
+    // Without a key it names, the file does not load.
+    const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, ...keys, FEEDS_SERVICE_KEY_GATEWAY: "" });
     expect(unset.status).not.toBe(0);
-    expect(unset.stderr).toContain("FEEDS_INTERNAL_KEY");
+    expect(unset.stderr).toContain("FEEDS_SERVICE_KEY_GATEWAY");
   });
 });

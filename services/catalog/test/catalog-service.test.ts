@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport } from "@feeds/kit";
+import { createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport, rootKeys } from "@feeds/kit";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 import { createCatalogService } from "../src/routes.js";
 import type { ObjectDoc, ObjectInput, ObjectKey, ObjectRepository } from "../src/object-repository.js";
@@ -45,7 +45,7 @@ function fakeRepository(opts: { failIds?: string[]; casMisses?: number } = {}) {
 
 function client(repo: ObjectRepository) {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  const transport = createLocalTransport((router) => router.service(CatalogService, createCatalogService({ objects: repo })), log, createInternalAuth(randomBytes(32)));
+  const transport = createLocalTransport((router) => router.service(CatalogService, createCatalogService({ objects: repo })), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
   return createClient(CatalogService, transport);
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, scope } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, scope, rootKeys } from "@feeds/kit";
 import { CatalogService } from "@feeds/proto/feeds/catalog/v1/catalog";
 import { createCatalogService } from "../src/routes.js";
 import type { ObjectDoc, ObjectRepository } from "../src/object-repository.js";
@@ -30,7 +30,8 @@ function oneObject(customJson: string) {
   const transport = createLocalTransport(
     (router) => router.service(CatalogService, createCatalogService({ objects: repo })),
     log,
-    createInternalAuth(randomBytes(32)),
+    createInternalAuth(rootKeys(randomBytes(32))),
+    "gateway",
   );
   return { c: createClient(CatalogService, transport), calls, stored: () => doc.custom_json };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
 import type { Db } from "mongodb";
-import { createCountSignal, createInternalAuth, createLocalTransport, createLocks, type Logger, type Nats, type RedisConn } from "@feeds/kit";
+import { createCountSignal, createInternalAuth, createLocalTransport, createLocks, type Logger, type Nats, type RedisConn, rootKeys } from "@feeds/kit";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createActivityRepository, type ActivityRepository } from "../src/activity-repository.js";
 import { createEntryRepository, type EntryRepository } from "../src/entry-repository.js";
@@ -40,6 +40,6 @@ export function localFeedService(
   const impl = createFeedService({
     activities, entries, signals, heads, cache, fanout, locks: createLocks(db, "activity_locks"), outbox, events, consoleSignal: createCountSignal(redis, "activities"), peers, log,
   });
-  const transport = createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(randomBytes(32)));
+  const transport = createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
   return { client: createClient(FeedService, transport), activities, entries };
 }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
 import { MongoClient, type Db } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectRedis, createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport, type RedisConn } from "@feeds/kit";
+import { connectRedis, createLogger, fromRpcError, scope, type Caller, createInternalAuth, createLocalTransport, type RedisConn, rootKeys } from "@feeds/kit";
 import { PromotedService, type PromotedRecord } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedRepository, SERVE_LIMIT } from "../src/promoted-repository.js";
 import { createPromotedService } from "../src/promoted-routes.js";
@@ -33,7 +33,7 @@ let redis: RedisConn;
 function start(opts: { foldDelayMs?: number; sweepMs?: number; db?: Db } = {}) {
   const repo = createPromotedRepository(opts.db ?? db);
   const svc = createPromotedService({ repo, redis, log, foldDelayMs: opts.foldDelayMs ?? 20, sweepMs: opts.sweepMs ?? 200 });
-  const transport = createLocalTransport((router) => router.service(PromotedService, svc.impl), log, createInternalAuth(randomBytes(32)));
+  const transport = createLocalTransport((router) => router.service(PromotedService, svc.impl), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
   return { client: createClient(PromotedService, transport), svc, repo };
 }
 

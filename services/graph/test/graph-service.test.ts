@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, notFound, scope, type Caller } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, notFound, rootKeys, scope, type Caller } from "@feeds/kit";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createGraphService, type GraphServiceDeps } from "../src/routes.js";
 import type { FollowDoc } from "../src/follow-repository.js";
@@ -58,12 +58,14 @@ function fakeRepository() {
   return { repo, edges, limits, copyLimits, failAfterFirstBatch };
 }
 
-function client(deps: GraphServiceDeps) {
+/** The service as `signer` reaches it: the gateway for most RPCs, the fan-out for the follower stream. */
+function client(deps: GraphServiceDeps, signer: "gateway" | "feed-worker" = "gateway") {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
   const transport = createLocalTransport(
     (router) => router.service(GraphService, createGraphService(deps)),
     log,
-    createInternalAuth(randomBytes(32)),
+    createInternalAuth(rootKeys(randomBytes(32))),
+    signer,
   );
   return createClient(GraphService, transport);
 }
@@ -135,12 +137,13 @@ describe("follow rules", () => {
     const feed = ref("user", "x");
     for (let i = 0; i < 7; i++) await c.follow({ source: ref("timeline", `f${i}`), target: feed }, as());
     await c.follow({ source: ref("timeline", "other"), target: ref("user", "y") }, as());
+    const fanout = client(repo, "feed-worker");
     const batches: string[][] = [];
-    for await (const b of c.streamFollowerFeeds({ feed, batchSize: 3 }, as())) batches.push(b.feeds);
+    for await (const b of fanout.streamFollowerFeeds({ feed, batchSize: 3 }, as())) batches.push(b.feeds);
     expect(batches.map((b) => b.length)).toEqual([3, 3, 1]);
     expect(batches.flat().sort()).toEqual([0, 1, 2, 3, 4, 5, 6].map((i) => `timeline:f${i}`));
     const drain = async (req: Parameters<typeof c.streamFollowerFeeds>[0], opts = as()) => {
-      for await (const _ of c.streamFollowerFeeds(req, opts)) void _;
+      for await (const _ of fanout.streamFollowerFeeds(req, opts)) void _;
     };
     expect((await errorOf(drain({ feed, batchSize: 1001 }))).fields.map((f) => f.path)).toEqual(["batch_size"]);
     expect((await errorOf(drain({ feed }, as({ kind: "server" })))).code).toBe("FORBIDDEN");

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { createLogger, fromRpcError, scope, createInternalAuth, createLocalTransport } from "@feeds/kit";
+import { createLogger, fromRpcError, scope, createInternalAuth, createLocalTransport, rootKeys } from "@feeds/kit";
 import { OperatorService, OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
 import { createOperatorService } from "../src/operator-routes.js";
 import type { OperatorDoc, OperatorRepository, SessionDoc } from "../src/operator-repository.js";
@@ -40,7 +40,7 @@ function fakeRepository(docs: OperatorDoc[], beforeLocked?: () => void) {
 
 function client(repo: OperatorRepository) {
   const log = createLogger({ LOG_LEVEL: "silent" }, "test");
-  const transport = createLocalTransport((router) => router.service(OperatorService, createOperatorService({ operators: repo, dummyHash: "x", sessionTtlSeconds: 60 })), log, createInternalAuth(randomBytes(32)));
+  const transport = createLocalTransport((router) => router.service(OperatorService, createOperatorService({ operators: repo, dummyHash: "x", sessionTtlSeconds: 60 })), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
   return createClient(OperatorService, transport);
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, fromRpcError, sha256 } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, fromRpcError, sha256, rootKeys } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { OperatorService } from "@feeds/proto/feeds/identity/v1/identity";
 import { createOperatorRepository, type OperatorDoc, type SessionDoc } from "../src/operator-repository.js";
@@ -89,7 +89,7 @@ describe("sweeping expired sessions and spent or expired invites", () => {
     const module = await createIdentityModule({ db, redis, nats, sessionTtlSeconds: 60, log });
     const client = createClient(
       OperatorService,
-      createLocalTransport((router) => module.routes(router), log, createInternalAuth(randomBytes(32))),
+      createLocalTransport((router) => module.routes(router), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway"),
     );
     const code = await client.acceptInvite({ token, password: "a long enough password" }).then(
       () => "OK",

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, newEvent, publishEvents, scope, type Clients, type FeedEvent } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, newEvent, publishEvents, scope, type Clients, type FeedEvent, rootKeys } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { createNotifications } from "../src/notifications/index.js";
@@ -63,7 +63,7 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
       const docs = await db.collection<{ actor: string }>("notifications").find({ tenant_id: tenant }).toArray();
       expect(docs).toHaveLength(10);
       expect(new Set(docs.map((d) => d.actor))).toEqual(new Set(events.map((e) => e.meta?.actor)));
-      const transport = createLocalTransport((r) => r.service(NotificationService, notifications.service), log, createInternalAuth(randomBytes(32)));
+      const transport = createLocalTransport((r) => r.service(NotificationService, notifications.service), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
       const client = createClient(NotificationService, transport);
       const call = scope({ tenantId: tenant, caller: { kind: "server" } });
       const signal = await client.getNotificationSignal({ owner: "alice" }, call);
@@ -85,7 +85,7 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
       const by = ["bob", "carol", "bob", "ghost", "dave"];
       await publishEvents(nats, by.map((u, i) => reaction(tenant, "alice", u, new Date(base + i))));
       await until("five notifications", async () => (await db.collection("notifications").countDocuments({ tenant_id: tenant })) === 5);
-      const transport = createLocalTransport((r) => r.service(NotificationService, notifications.service), log, createInternalAuth(randomBytes(32)));
+      const transport = createLocalTransport((r) => r.service(NotificationService, notifications.service), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
       const client = createClient(NotificationService, transport);
       const call = scope({ tenantId: tenant, caller: { kind: "user", userId: "alice" } });
       getUsersCalls.length = 0;

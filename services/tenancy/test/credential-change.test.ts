@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client, type ConnectRouter } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, fromRpcError, tenantVersionKey, unseal, type Sealed } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, fromRpcError, tenantVersionKey, unseal, type Sealed, rootKeys } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { TenancyService, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenancyModule } from "../src/module.js";
@@ -34,7 +34,7 @@ describe("credential changes when Redis fails", () => {
   const row = (id: string) => env.db.collection<TenantRow>("tenants").findOne({ _id: id });
   const secretOf = (r: TenantRow | null) => (r ? unseal(masterKey, r.secret, `tenant:${r._id}`) : null);
   const transportOf = (routes: (router: ConnectRouter) => void) =>
-    createLocalTransport(routes, log, createInternalAuth(randomBytes(32)));
+    createLocalTransport(routes, log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
 
   beforeAll(async () => {
     await env.open();

@@ -82,12 +82,6 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
       key: {{ $env }}
 {{- end }}
 {{- end }}
-# Services answer only calls signed with this key; every process holds the same one.
-- name: FEEDS_INTERNAL_KEY
-  valueFrom:
-    secretKeyRef:
-      name: {{ required "secret.name: an existing Secret holding FEEDS_INTERNAL_KEY and FEEDS_MASTER_KEY" .Values.secret.name }}
-      key: FEEDS_INTERNAL_KEY
 {{- range $name, $value := .Values.extraEnv }}
 - name: {{ $name }}
   value: {{ $value | quote }}
@@ -99,8 +93,45 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
 - name: FEEDS_MASTER_KEY
   valueFrom:
     secretKeyRef:
-      name: {{ required "secret.name: an existing Secret holding FEEDS_INTERNAL_KEY and FEEDS_MASTER_KEY" .Values.secret.name }}
+      name: {{ required "secret.name: an existing Secret holding FEEDS_MASTER_KEY and the service keys" .Values.secret.name }}
       key: FEEDS_MASTER_KEY
+{{- end }}
+
+{{/* The processes that sign calls to a service, so hold a key of their own: those the allow-list
+of kit/src/call-policy.ts names (the chart test checks the two agree). */}}
+{{- define "feeds.signers" -}}
+- gateway
+- feed
+- graph
+- engagement
+- notification
+- feed-worker
+- graph-worker
+- engagement-worker
+{{- end }}
+
+{{/*
+The service keys of one process (docs/service-auth.md), from the Secret's keys that `npm run
+service-keys` makes: its own signing key when it signs calls, and, for a process serving a
+service's routes, the keys of that service's callers. (dict "root" $ "signer" "feed-worker"
+"serves" "") — serves is the service name, or "" for a worker.
+*/}}
+{{- define "feeds.serviceKeyEnv" -}}
+{{- $secret := required "secret.name: an existing Secret holding FEEDS_MASTER_KEY and the service keys" .root.Values.secret.name }}
+{{- if has .signer (include "feeds.signers" .root | fromYamlArray) }}
+- name: FEEDS_SERVICE_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: FEEDS_SERVICE_KEY_{{ .signer | upper | replace "-" "_" }}
+{{- end }}
+{{- if .serves }}
+- name: FEEDS_CALLER_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ $secret }}
+      key: FEEDS_CALLER_KEYS_{{ .serves | upper | replace "-" "_" }}
+{{- end }}
 {{- end }}
 
 {{/* Pod-level settings shared by every Deployment; takes the root context. */}}
@@ -234,6 +265,8 @@ spec:
             {{- if eq .service "tenancy" }}
             {{- include "feeds.masterKeyEnv" $root | nindent 12 }}
             {{- end }}
+            {{- $worker := eq .role "worker" }}
+            {{- include "feeds.serviceKeyEnv" (dict "root" $root "signer" (ternary (printf "%s-worker" .service) .service $worker) "serves" (ternary "" .service $worker)) | nindent 12 }}
             - name: FEEDS_ROLE
               value: {{ .role | quote }}
             - name: GRPC_PORT

@@ -38,8 +38,11 @@ function startProcess(name, entry, env, { inherit = false } = {}) {
   return handle;
 }
 
+/** The key that seals a service's secrets at rest, given only to the processes that run it. */
+const atRestKeys = { tenancy: "FEEDS_MASTER_KEY", notification: "FEEDS_WEBHOOK_KEY" };
+
 // Secrets a process gets only when its own env names them, never from this process's env.
-const withheld = ["FEEDS_MASTER_KEY", "FEEDS_INTERNAL_KEY"];
+const withheld = ["FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY", "FEEDS_INTERNAL_KEY"];
 
 function spawnProcess(name, entry, env, { inherit = false } = {}) {
   const childEnv = { ...process.env, ...env };
@@ -89,19 +92,27 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
 }
 
 /**
- * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone; every process of one system
- * shares one FEEDS_INTERNAL_KEY (a fresh one unless `env` names it).
+ * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone and FEEDS_WEBHOOK_KEY to the
+ * processes that run notification alone (its service and the notify worker); every process of one
+ * system shares one FEEDS_INTERNAL_KEY. Either of the last two is a fresh one unless `env` names
+ * it (a system started again on data of an earlier one needs that one's FEEDS_WEBHOOK_KEY).
  * With `workers` (split only), each of `workers` runs in a process of its own, as the chart runs it.
  * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean }} opts
  * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
  */
 export async function startSystem({ env: given, split = false, workers: splitWorkers = false, port = 0, inherit = false }) {
-  const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? randomBytes(32).toString("base64") };
+  const fresh = () => randomBytes(32).toString("base64");
+  const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? fresh(), FEEDS_WEBHOOK_KEY: given.FEEDS_WEBHOOK_KEY ?? fresh() };
   // Many systems and processes share one host here: each metrics port is a free one unless given
   // (the gateway's; services always take a free one). Each process's `metrics` names it.
   const gatewayMetricsPort = given.METRICS_PORT ?? "0";
   env.METRICS_PORT = "0";
-  const { FEEDS_MASTER_KEY: _, ...withoutMasterKey } = env;
+  const { FEEDS_MASTER_KEY: _, FEEDS_WEBHOOK_KEY: __, ...withoutKeys } = env;
+  // Each process gets the at-rest key of the service whose code it runs, and no other.
+  const envOf = (service) => {
+    const key = atRestKeys[service];
+    return key && env[key] ? { ...withoutKeys, [key]: env[key] } : withoutKeys;
+  };
   const processes = [];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -121,7 +132,7 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         startProcess(
           s,
           `services/${s}/dist/main.js`,
-          { ...(s === "tenancy" ? env : withoutMasterKey), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
+          { ...envOf(s), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
           { inherit },
         ),
       );
@@ -129,16 +140,16 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         for (const [w, s] of Object.entries(workers)) {
           const grpcPort = await freePort();
           workerUrls[w] = `http://127.0.0.1:${grpcPort}`;
-          const workerEnv = { ...withoutMasterKey, ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
+          const workerEnv = { ...envOf(s), ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
           started.push(startProcess(`${w}-worker`, `services/${s}/dist/main.js`, workerEnv, { inherit }));
         }
       }
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
-    // Split, tenancy runs elsewhere: the gateway has no use for the master key. Either way the
+    // Split, the services run elsewhere: the gateway has no use for their keys. Either way the
     // process that answers HTTP is named "gateway".
-    const gwEnv = { ...(split ? withoutMasterKey : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
+    const gwEnv = { ...(split ? withoutKeys : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
     const gw = startProcess("gateway", split ? "gateway/dist/main.js" : "system/dist/main.js", gwEnv, { inherit });
     processes.push(gw);
     const ready = await gw.first;

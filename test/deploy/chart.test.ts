@@ -103,6 +103,23 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
         }
       });
 
+      it("gives each at-rest key only to the processes that run its service: tenancy the master key, notification and the notify worker the webhook key", () => {
+        const holders = (variable: string) =>
+          ofKind("Deployment")
+            .filter((d) => d.spec.template.spec.containers[0].env.some((e: any) => e.name === variable))
+            .map((d) => d.metadata.name)
+            .sort();
+        expect(holders("FEEDS_MASTER_KEY")).toEqual([`${release}-tenancy`]);
+        expect(holders("FEEDS_WEBHOOK_KEY")).toEqual([`${release}-notification`, `${release}-notify-worker`]);
+        for (const d of ofKind("Deployment")) {
+          const env = d.spec.template.spec.containers[0].env;
+          for (const variable of ["FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY", "FEEDS_INTERNAL_KEY"]) {
+            const e = env.find((x: any) => x.name === variable);
+            if (e) expect(e.valueFrom.secretKeyRef, `${d.metadata.name} ${variable}`).toEqual({ name: "feeds-secrets", key: variable });
+          }
+        }
+      });
+
       it("probes each service and worker over grpc.health.v1, and the gateway over HTTP", () => {
         for (const c of [...services, ...workerComponents]) {
           const container = deployment(c).spec.template.spec.containers[0];
@@ -232,19 +249,19 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
   });
 
   it("docker-compose.yml loads and runs every service and the gateway the chart runs", () => {
-    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, {
-      FEEDS_MASTER_KEY: "x".repeat(44),
-      FEEDS_INTERNAL_KEY: "y".repeat(44),
-    });
+    const keys = { FEEDS_MASTER_KEY: "x".repeat(44), FEEDS_WEBHOOK_KEY: "w".repeat(44), FEEDS_INTERNAL_KEY: "y".repeat(44) };
+    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, keys);
     expect(loaded.stderr).toBe("");
     expect(loaded.status).toBe(0);
     const composed = (JSON.parse(loaded.stdout) as { services: string[] }).services;
     // Compose runs each worker inside its service's container (FEEDS_ROLE defaults to all).
     expect(composed).toEqual(expect.arrayContaining(["gateway", ...services, ...new Set(Object.values(workers))]));
     expect(composed.sort()).toEqual(["gateway", "mongo", "nats", "redis", ...services].sort());
-    // Without the keys it names, the file does not load.
-    const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: "x".repeat(44), FEEDS_INTERNAL_KEY: "" });
-    expect(unset.status).not.toBe(0);
-    expect(unset.stderr).toContain("FEEDS_INTERNAL_KEY");
+    // Without any one of the keys, the file does not load and names it.
+    for (const variable of Object.keys(keys)) {
+      const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { ...keys, [variable]: "" });
+      expect(unset.status, variable).not.toBe(0);
+      expect(unset.stderr).toContain(variable);
+    }
   });
 });

@@ -115,22 +115,23 @@ describe("service-to-service calls in split mode", () => {
     expect((await health.check({ service: "" }, { timeoutMs: 5000 })).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
   });
 
-  it("only the tenancy process is given FEEDS_MASTER_KEY, and the system works through the gateway", async () => {
+  it("only the tenancy process is given FEEDS_MASTER_KEY, only notification FEEDS_WEBHOOK_KEY, and the system works through the gateway", async () => {
     const given = Object.fromEntries(
       system.processes.map((p) => {
         const environ = readFileSync(`/proc/${p.child.pid}/environ`, "utf8").split("\0");
-        return [p.name, { master: environ.some((e) => e.startsWith("FEEDS_MASTER_KEY=")), internal: environ.some((e) => e.startsWith("FEEDS_INTERNAL_KEY=")) }];
+        const has = (variable: string) => environ.some((e) => e.startsWith(`${variable}=`));
+        return [p.name, { master: has("FEEDS_MASTER_KEY"), webhook: has("FEEDS_WEBHOOK_KEY"), internal: has("FEEDS_INTERNAL_KEY") }];
       }),
     );
     expect(given).toEqual({
-      tenancy: { master: true, internal: true },
-      identity: { master: false, internal: true },
-      feed: { master: false, internal: true },
-      graph: { master: false, internal: true },
-      engagement: { master: false, internal: true },
-      notification: { master: false, internal: true },
-      catalog: { master: false, internal: true },
-      gateway: { master: false, internal: true },
+      tenancy: { master: true, webhook: false, internal: true },
+      identity: { master: false, webhook: false, internal: true },
+      feed: { master: false, webhook: false, internal: true },
+      graph: { master: false, webhook: false, internal: true },
+      engagement: { master: false, webhook: false, internal: true },
+      notification: { master: false, webhook: true, internal: true },
+      catalog: { master: false, webhook: false, internal: true },
+      gateway: { master: false, webhook: false, internal: true },
     });
     // A server token: the gateway (no master key) asks tenancy for the decrypted secret, then
     // identity stores the user; feed, graph and catalog answer a read of a timeline.

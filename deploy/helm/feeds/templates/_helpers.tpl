@@ -103,6 +103,15 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
       key: FEEDS_MASTER_KEY
 {{- end }}
 
+{{/* The key that decrypts webhook signing secrets: only for the processes that run notification. */}}
+{{- define "feeds.webhookKeyEnv" -}}
+- name: FEEDS_WEBHOOK_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "secret.name: an existing Secret holding FEEDS_WEBHOOK_KEY" .Values.secret.name }}
+      key: FEEDS_WEBHOOK_KEY
+{{- end }}
+
 {{/* Pod-level settings shared by every Deployment; takes the root context. */}}
 {{- define "feeds.podSettings" -}}
 # The processes never talk to the Kubernetes API.
@@ -233,6 +242,9 @@ spec:
             {{- include "feeds.env" $root | nindent 12 }}
             {{- if eq .service "tenancy" }}
             {{- include "feeds.masterKeyEnv" $root | nindent 12 }}
+            {{- end }}
+            {{- if eq .service "notification" }}
+            {{- include "feeds.webhookKeyEnv" $root | nindent 12 }}
             {{- end }}
             - name: FEEDS_ROLE
               value: {{ .role | quote }}

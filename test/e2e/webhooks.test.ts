@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MongoClient } from "mongodb";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { OperatorClient, ServerClient } from "@feeds/sdk";
 import { baseUrl, envelope, http, newIp, newOperator, newTenant, staffToken, type TestTenant } from "../support/api.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
@@ -72,6 +73,27 @@ describe("webhook destinations", () => {
       expect(body).not.toContain(b.secret);
       expect(body).not.toContain("whsec_");
     }
+  });
+
+  it("the signing secret is stored sealed: the stored document holds it in no field, and deliveries verify with the shown one", async () => {
+    const t = await newTenant();
+    const d = await register(t);
+    const mongo = new MongoClient(inject("mongoUrl"));
+    try {
+      const stored = await mongo.db(inject("namespace")).collection<{ _id: string; tenant_id: string }>("webhook_destinations").findOne({ _id: d.id });
+      expect(stored?.tenant_id).toBe(t.id);
+      // As shown, its base64 body, and its bytes in hex: none in any field.
+      const body = d.secret.slice("whsec_".length);
+      const text = JSON.stringify(stored);
+      for (const form of [d.secret, body, Buffer.from(body, "base64").toString("hex")]) expect(text).not.toContain(form);
+    } finally {
+      await mongo.close();
+    }
+    const op = await operatorOf(t);
+    expect((await http("POST", "/operator/webhooks/test", { token: op })).status).toBe(202);
+    // The receiver verifies each request with the secret the registration answered.
+    const [delivered] = await receiver.waitFor("the test event, verified", () => receiver.delivered(d.path).length === 1 && receiver.delivered(d.path));
+    expect(delivered?.event.type).toBe("webhook.test");
   });
 
   it("server tokens only; operators only read; bad URLs, event types and ids are refused", async () => {

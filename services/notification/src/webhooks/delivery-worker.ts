@@ -1,6 +1,6 @@
 import type { JsMsg } from "nats";
 import { createQueueWorker, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
-import type { DestinationDoc, DestinationRepository } from "./destination-repository.js";
+import type { DeliveryTarget, DestinationRepository } from "./destination-repository.js";
 import type { RecordChange, RecordKey, RecordRepository } from "./record-repository.js";
 import { DELIVERY_SUBJECT, type DeliveryTask } from "./publisher.js";
 import type { Post, PostOutcome } from "./post.js";
@@ -85,7 +85,7 @@ export function createDeliveryWorker(deps: {
   }
 
   /** One attempt (its slot taken); a first one still running after the grace has its pending record written meanwhile. */
-  async function attempt(task: DeliveryTask, record: RecordKey, dest: DestinationDoc): Promise<PostOutcome> {
+  async function attempt(task: DeliveryTask, record: RecordKey, dest: DeliveryTarget): Promise<PostOutcome> {
     let early: Promise<number> | undefined;
     const grace = fresh(record)
       ? setTimeout(() => {

@@ -72,8 +72,9 @@ export function createDeliveryWorker(deps: {
   /** Back to the queue without an attempt; a failing or stalled destination's task first shows as pending. */
   async function defer(m: JsMsg, record: RecordKey, delayMs: number, showPending: boolean) {
     if (showPending && fresh(record)) await write({ record, attempted: false, status: "pending", fresh: true });
-    // (the queue worker's ack after a nak does nothing)
-    m.nak(delayMs);
+    // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
+    // (The queue worker's ack after a nak does nothing.)
+    m.nak(Math.max(1, Math.ceil(delayMs)));
   }
 
   async function giveUp(m: JsMsg, record: RecordKey, why: string) {

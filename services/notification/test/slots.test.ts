@@ -73,6 +73,20 @@ describe("delivery slots", () => {
     expect(results.every((r) => r === "taken")).toBe(true);
   });
 
+  it("before any attempt of a key ended, tasks turned away are booked at the pace its oldest attempt's age gives", async () => {
+    const slots = createSlots(4, 10_000);
+    for (let i = 0; i < 4; i++) expect(await slots.take("t", 0)).toBe("taken");
+    expect(await slots.take("t", 0)).toBe("full");
+    // Nothing known yet: the shortest stay.
+    expect(slots.deferMs("t")).toBe(50);
+    await vi.advanceTimersByTimeAsync(400);
+    // 400 ms without an attempt ending over 4 slots: at least 100 ms a step, one after the other.
+    const booked = [slots.deferMs("t"), slots.deferMs("t"), slots.deferMs("t")];
+    expect(booked[0]).toBeGreaterThanOrEqual(100);
+    expect(booked[1]! - booked[0]!).toBe(100);
+    expect(booked[2]! - booked[1]!).toBe(100);
+  });
+
   it("a line is as long as the destination's pace gets through in the line wait; a task beyond it is turned away and booked one pace step after the last", async () => {
     const slots = createSlots(1, 1000);
     expect(await slots.take("slow", 5000)).toBe("taken");

@@ -1,5 +1,5 @@
 import type { JsMsg } from "nats";
-import { createQueueWorker, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, limits, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
 import type { DeliveryTarget, DestinationRepository } from "./destination-repository.js";
 import type { RecordChange, RecordKey, RecordRepository } from "./record-repository.js";
 import { DELIVERY_SUBJECT, type DeliveryTask } from "./publisher.js";
@@ -15,6 +15,10 @@ import { createSlots } from "./slots.js";
 // other delivery's; a task is acknowledged only once its write is stored. A destination has a
 // few attempts in flight (slots) and a line of tasks waiting for them; a task it cannot take
 // goes back to the queue without an attempt (JetStream's delivery count is not the attempt count).
+// Above the destinations, a tenant has a bounded number of tasks in flight here (waiting for a
+// destination's slot, attempting, storing the outcome): one past it goes back to the queue at
+// once, without an attempt, so that a busy tenant holds a bounded share of the worker and the
+// queue keeps moving to other tenants' tasks.
 
 export interface DeliveryOptions {
   attemptTimeoutMs: number;
@@ -24,6 +28,8 @@ export interface DeliveryOptions {
   concurrency?: number;
   /** Attempts in flight per destination in this process. */
   perDestination?: number;
+  /** Tasks in flight per tenant in this process (default limits.webhookDeliveriesPerTenant). */
+  perTenant?: number;
 }
 
 const DEFAULT_CONCURRENCY = 1024;
@@ -56,6 +62,8 @@ export function createDeliveryWorker(deps: {
   const maxAttempts = options.retryScheduleMs.length + 1;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const slots = createSlots(options.perDestination ?? DEFAULT_PER_DESTINATION, LINE_WAIT_MS);
+  // Never waited for (stall 0): their pace books the tasks turned away.
+  const tenants = createSlots(options.perTenant ?? limits.webhookDeliveriesPerTenant, LINE_WAIT_MS);
   /** Whether each destination's last attempt in this process succeeded. */
   const healthy = new Map<string, boolean>();
   const outcomes = processMetrics().webhookDeliveries;
@@ -115,6 +123,19 @@ export function createDeliveryWorker(deps: {
       destination_id: task.d,
       created_at: new Date(task.at),
     };
+    // The tenant's cap: past it, back about when one of its tasks here ends (a backlog, like one
+    // in the queue; no record, no attempt counted).
+    if ((await tenants.take(task.t, 0)) !== "taken") return defer(m, record, tenants.deferMs(task.t), false);
+    const since = Date.now();
+    try {
+      await deliver(m, task, record);
+    } finally {
+      tenants.release(task.t, Date.now() - since);
+    }
+  }
+
+  /** A task within its tenant's cap: its destination's slot, the attempt, the outcome. */
+  async function deliver(m: JsMsg, task: DeliveryTask, record: RecordKey): Promise<void> {
     const dest = await destinations.forDelivery(task.t, task.d);
     // Deleted: nothing is delivered to it any more.
     if (!dest) return void (await write({ record, attempted: false, status: "failed", fresh: fresh(record) }));

@@ -7,6 +7,7 @@
 // Otherwise the task is turned away at once and the caller defers it for `deferMs`, which books
 // the turned-away tasks of a busy destination one after another at that pace (at most two lines'
 // wait ahead), so that each comes back about when a slot frees instead of again and again.
+// Before any attempt of a key ended, its pace is at least the time its oldest attempt has run.
 
 export type TakeResult = "taken" | "full" | "stalled";
 
@@ -26,6 +27,8 @@ interface Line {
   progress: number;
   /** Moving average of an attempt's duration (ms); 0 until one ended. */
   attemptMs: number;
+  /** When the line was made: its first attempt, still running while `attemptMs` is 0 (epoch ms). */
+  opened: number;
   /** Since when tasks wait without a break (epoch ms). */
   queuedSince: number;
   /** Until when tasks turned away are booked (epoch ms). */
@@ -73,7 +76,7 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
   return {
     take(key, stallMs) {
       let line = lines.get(key);
-      if (!line) lines.set(key, (line = { busy: 0, waiting: [], progress: Date.now(), attemptMs: 0, queuedSince: 0, booked: 0 }));
+      if (!line) lines.set(key, (line = { busy: 0, waiting: [], progress: Date.now(), attemptMs: 0, opened: Date.now(), queuedSince: 0, booked: 0 }));
       if (line.busy < perKey) {
         line.busy++;
         return Promise.resolve("taken");
@@ -91,7 +94,8 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
       const line = lines.get(key);
       if (!line) return;
       const now = Date.now();
-      line.attemptMs = line.attemptMs === 0 ? attemptMs : line.attemptMs * 0.95 + attemptMs * 0.05;
+      const ms = Math.max(1, attemptMs);
+      line.attemptMs = line.attemptMs === 0 ? ms : line.attemptMs * 0.95 + ms * 0.05;
       line.progress = now;
       // The slot passes straight to the first in line.
       const next = line.waiting.shift();
@@ -105,10 +109,10 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
 
     deferMs(key) {
       const line = lines.get(key);
-      if (!line || line.attemptMs === 0) return MIN_DEFER_MS;
+      if (!line) return MIN_DEFER_MS;
       const now = Date.now();
       // At most two lines' wait ahead: a pace misjudged high must not park tasks for long.
-      const step = gap(line);
+      const step = (line.attemptMs || now - line.opened) / perKey;
       line.booked = Math.min(now + 2 * lineWaitMs, Math.max(line.booked, now + line.waiting.length * step) + step);
       return Math.max(MIN_DEFER_MS, line.booked - now);
     },

@@ -16,9 +16,11 @@ import { createSlots } from "./slots.js";
 // few attempts in flight (slots) and a line of tasks waiting for them; a task it cannot take
 // goes back to the queue without an attempt (JetStream's delivery count is not the attempt count).
 // Above the destinations, a tenant has a bounded number of tasks in flight here (waiting for a
-// destination's slot, attempting, storing the outcome): one past it goes back to the queue at
-// once, without an attempt, so that a busy tenant holds a bounded share of the worker and the
-// queue keeps moving to other tenants' tasks.
+// destination's slot or attempting), and the rest of its tasks wait in the tenant's line, which
+// holds no share of the worker's concurrency (the queue worker's `detach`): so the worker keeps
+// taking other tenants' tasks while one tenant's backlog waits. The lines together hold at most
+// PARKED_MAX tasks, and one is no longer than its tenant's pace gets through in LINE_WAIT_MS;
+// a task past that goes back to the queue at once, without an attempt, booked at that pace.
 
 export interface DeliveryOptions {
   attemptTimeoutMs: number;
@@ -28,7 +30,7 @@ export interface DeliveryOptions {
   concurrency?: number;
   /** Attempts in flight per destination in this process. */
   perDestination?: number;
-  /** Tasks in flight per tenant in this process (default limits.webhookDeliveriesPerTenant). */
+  /** Tasks waiting for a destination's slot or attempting, per tenant in this process (default limits.webhookDeliveriesPerTenant). */
   perTenant?: number;
 }
 
@@ -40,6 +42,8 @@ const DEFAULT_PER_DESTINATION = 16;
 const STALL_MS = 250;
 /** A task joins a line that its destination's pace gets through in this long. */
 const LINE_WAIT_MS = 10_000;
+/** Tasks waiting in tenants' lines in this process, all tenants together (memory, not concurrency). */
+const PARKED_MAX = 4096;
 /** While a task waits in line, its ack wait is restarted this often. */
 const KEEP_MS = 10_000;
 /** An attempt running this long first writes the record as pending. */
@@ -62,8 +66,9 @@ export function createDeliveryWorker(deps: {
   const maxAttempts = options.retryScheduleMs.length + 1;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const slots = createSlots(options.perDestination ?? DEFAULT_PER_DESTINATION, LINE_WAIT_MS);
-  // Never waited for (stall 0): their pace books the tasks turned away.
-  const tenants = createSlots(options.perTenant ?? limits.webhookDeliveriesPerTenant, LINE_WAIT_MS);
+  const tenants = createSlots(options.perTenant ?? limits.webhookDeliveriesPerTenant, LINE_WAIT_MS, PARKED_MAX);
+  // A tenant none of whose tasks here ended within one attempt's time sends its line away.
+  const tenantStallMs = options.attemptTimeoutMs + STALL_MS;
   /** Whether each destination's last attempt in this process succeeded. */
   const healthy = new Map<string, boolean>();
   const outcomes = processMetrics().webhookDeliveries;
@@ -113,7 +118,7 @@ export function createDeliveryWorker(deps: {
     }
   }
 
-  async function handle(m: JsMsg): Promise<void> {
+  async function handle(m: JsMsg, detach: () => void): Promise<void> {
     const task = JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask;
     const record: RecordKey = {
       _id: task.r,
@@ -123,19 +128,30 @@ export function createDeliveryWorker(deps: {
       destination_id: task.d,
       created_at: new Date(task.at),
     };
-    // The tenant's cap: past it, back about when one of its tasks here ends (a backlog, like one
-    // in the queue; no record, no attempt counted).
-    if ((await tenants.take(task.t, 0)) !== "taken") return defer(m, record, tenants.deferMs(task.t), false);
+    // The tenant's cap: in its line (detached) while its tasks here keep ending; past the line or
+    // stalled, back about when one ends (a backlog, like one in the queue; no record, no attempt).
+    let keep: NodeJS.Timeout | undefined;
+    const wait = () => {
+      detach();
+      keep = setInterval(() => m.working(), KEEP_MS);
+    };
+    const took = await tenants.take(task.t, tenantStallMs, wait).finally(() => clearInterval(keep));
+    if (took !== "taken") return defer(m, record, tenants.deferMs(task.t), false);
     const since = Date.now();
+    let held = true;
+    const leave = () => {
+      if (held) tenants.release(task.t, Date.now() - since);
+      held = false;
+    };
     try {
-      await deliver(m, task, record);
+      await deliver(m, task, record, leave);
     } finally {
-      tenants.release(task.t, Date.now() - since);
+      leave();
     }
   }
 
-  /** A task within its tenant's cap: its destination's slot, the attempt, the outcome. */
-  async function deliver(m: JsMsg, task: DeliveryTask, record: RecordKey): Promise<void> {
+  /** A task within its tenant's cap: its destination's slot, the attempt (then `leave` the cap), the outcome. */
+  async function deliver(m: JsMsg, task: DeliveryTask, record: RecordKey, leave: () => void): Promise<void> {
     const dest = await destinations.forDelivery(task.t, task.d);
     // Deleted: nothing is delivered to it any more.
     if (!dest) return void (await write({ record, attempted: false, status: "failed", fresh: fresh(record) }));
@@ -149,7 +165,7 @@ export function createDeliveryWorker(deps: {
       if (wasHealthy && took === "full") return defer(m, record, slots.deferMs(task.d), false);
       return defer(m, record, jitter(options.attemptTimeoutMs), true);
     }
-    const outcome = await attempt(task, record, dest);
+    const outcome = await attempt(task, record, dest).finally(leave);
     healthy.set(task.d, outcome.ok);
     const change = (c: Pick<RecordChange, "attempted" | "status">) => write({ record, fresh: fresh(record), ...c });
     if (outcome.ok) outcomes.inc({ outcome: "delivered" });

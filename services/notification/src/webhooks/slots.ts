@@ -3,7 +3,7 @@
 // no free slot waits in line while the destination's attempts keep ending (a stall of `stallMs`
 // with none ending sends the whole line away) and the line is short enough to pass in
 // `lineWaitMs` at its pace (an attempt's time over its slots): a fast destination may queue many,
-// a slow one few.
+// a slow one few (and all lines together never longer than `maxWaiting`).
 // Otherwise the task is turned away at once and the caller defers it for `deferMs`, which books
 // the turned-away tasks of a busy destination one after another at that pace (at most two lines'
 // wait ahead), so that each comes back about when a slot frees instead of again and again.
@@ -12,8 +12,8 @@
 export type TakeResult = "taken" | "full" | "stalled";
 
 export interface Slots {
-  /** Takes a slot of `key`; `stallMs` 0: only a free one, never waiting. */
-  take(key: string, stallMs: number): Promise<TakeResult>;
+  /** Takes a slot of `key`; `stallMs` 0: only a free one, never waiting. `onWait` runs if it joins the line. */
+  take(key: string, stallMs: number, onWait?: () => void): Promise<TakeResult>;
   /** Frees a slot of `key` whose attempt took `attemptMs`. */
   release(key: string, attemptMs: number): void;
   /** How long a task of `key` turned away as "full" should stay away (ms). */
@@ -39,8 +39,10 @@ interface Line {
 /** Shortest stay away, also while the pace is not known yet. */
 const MIN_DEFER_MS = 50;
 
-export function createSlots(perKey: number, lineWaitMs: number): Slots {
+export function createSlots(perKey: number, lineWaitMs: number, maxWaiting = Infinity): Slots {
   const lines = new Map<string, Line>();
+  /** Tasks waiting in every line. */
+  let waiting = 0;
   // The pace: an attempt's time over the slots. Of the destination alone, not of this process:
   // a process that is itself the bottleneck must not take its own slowness for the destination's.
   const gap = (line: Line) => line.attemptMs / perKey;
@@ -74,18 +76,23 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
   }
 
   return {
-    take(key, stallMs) {
+    take(key, stallMs, onWait) {
       let line = lines.get(key);
       if (!line) lines.set(key, (line = { busy: 0, waiting: [], progress: Date.now(), attemptMs: 0, opened: Date.now(), queuedSince: 0, booked: 0 }));
       if (line.busy < perKey) {
         line.busy++;
         return Promise.resolve("taken");
       }
-      if (stallMs <= 0 || (line.waiting.length + 1) * gap(line) > lineWaitMs) return Promise.resolve("full");
+      if (stallMs <= 0 || waiting >= maxWaiting || (line.waiting.length + 1) * gap(line) > lineWaitMs) return Promise.resolve("full");
       const l = line;
       if (l.waiting.length === 0) l.queuedSince = Date.now();
       return new Promise<TakeResult>((resolve) => {
-        l.waiting.push(resolve);
+        waiting++;
+        l.waiting.push((r) => {
+          waiting--;
+          resolve(r);
+        });
+        onWait?.();
         watch(l, key, stallMs);
       });
     },

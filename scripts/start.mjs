@@ -11,6 +11,7 @@ const env = {
   NATS_URL: infra.natsUrl,
   REDIS_URL: infra.redisUrl,
   FEEDS_MASTER_KEY: infra.masterKey,
+  FEEDS_WEBHOOK_KEY: infra.webhookKey,
   FEEDS_INTERNAL_KEY: infra.internalKey,
   BUILD_VERSION: infra.version,
   BOOTSTRAP_STAFF_EMAIL: email,

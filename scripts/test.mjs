@@ -55,6 +55,7 @@ const vitest = spawnSync(join(root, "node_modules", ".bin", "vitest"), ["run", "
     FEEDS_TEST_NATS_URL: infra.natsUrl,
     FEEDS_TEST_REDIS_URL: infra.redisUrl,
     FEEDS_MASTER_KEY: infra.masterKey,
+    FEEDS_WEBHOOK_KEY: infra.webhookKey,
     BUILD_VERSION: infra.version,
   },
 });

@@ -68,6 +68,7 @@ const table: CallRule[] = [
   ...rules("engagement", EngagementService, {
     listOwnReactions: gateway, react: gateway, listReactions: gateway, unreact: gateway, deleteReaction: gateway, addComment: gateway,
     listComments: gateway, listReplies: gateway, editComment: gateway, deleteComment: gateway, setBlocklist: gateway, getBlocklist: gateway,
+    setReactionKinds: gateway, getReactionKinds: gateway,
   }),
   ...rules("notification", NotificationService, { listNotifications: gateway, markNotifications: gateway, getNotificationSignal: gateway }),
   ...rules("notification", WebhookService, {

@@ -66,6 +66,9 @@ export const configFields = z.object({
   // 32 bytes, base64: the key that encrypts tenant api secrets at rest (AES-256-GCM). Only the
   // process that runs tenancy is given it (requireMasterKey).
   FEEDS_MASTER_KEY: key32,
+  // 32 bytes, base64: the key that encrypts webhook signing secrets at rest (AES-256-GCM). Only the
+  // processes that run notification (its api and worker roles) are given it (requireWebhookKey).
+  FEEDS_WEBHOOK_KEY: key32,
   // 32 bytes, base64: the root every service key derives from (docs/service-auth.md). It signs as
   // any process, so only the one-process system and `npm run service-keys` are given it.
   FEEDS_INTERNAL_KEY: key32,
@@ -230,6 +233,12 @@ export function serviceUrl(config: Config, name: ServiceName): string | undefine
 export function requireMasterKey(config: Config): Buffer {
   if (!config.FEEDS_MASTER_KEY) throw new Error("invalid configuration:\n  FEEDS_MASTER_KEY: required where the tenancy service runs");
   return Buffer.from(config.FEEDS_MASTER_KEY, "base64");
+}
+
+/** Where notification is built: its key for webhook signing secrets, or a start-up failure that names the variable. */
+export function requireWebhookKey(config: Config): Buffer {
+  if (!config.FEEDS_WEBHOOK_KEY) throw new Error("invalid configuration:\n  FEEDS_WEBHOOK_KEY: required where the notification service runs");
+  return Buffer.from(config.FEEDS_WEBHOOK_KEY, "base64");
 }
 
 /** The one-process system once a service is reached over the network: the root key, or a start-up failure. */

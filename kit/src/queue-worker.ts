@@ -19,8 +19,11 @@ export interface QueueWorkerOptions {
   /**
    * Handles one task. Answering `{ laterMs }` puts it back to be delivered again that much later
    * (not a failure: no warning, no backoff; it still counts as a delivery toward `maxDeliver`).
+   * `detach()`: from then on the task no longer counts toward `concurrency`, so the worker takes
+   * further tasks while it waits (for a handler about to wait on something other than this
+   * worker's capacity, bounded by the handler); it is still acknowledged when `handle` settles.
    */
-  handle(m: JsMsg): Promise<void | { laterMs: number }>;
+  handle(m: JsMsg, detach: () => void): Promise<void | { laterMs: number }>;
   maxDeliver?: number;
   /** Waits before the 2nd, 3rd, ... delivery; the last one repeats. Jitter of ±25% is added. */
   backoffMs?: readonly number[];
@@ -86,7 +89,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     }
   }
 
-  async function run(m: JsMsg): Promise<void> {
+  async function run(m: JsMsg, detach: () => void): Promise<void> {
     if (m.info.redeliveryCount > 1) redeliveries.inc();
     const working = o.heartbeat
       ? setInterval(() => {
@@ -98,7 +101,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         }, ackWaitMs / 3)
       : undefined;
     try {
-      const later = await o.handle(m);
+      const later = await o.handle(m, detach);
       if (later) {
         // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
         m.nak(Math.max(1, Math.ceil(later.laterMs)));
@@ -139,12 +142,28 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     if (info.config.ack_wait !== ackWait) await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait });
   }
 
-  /** Runs `m` once a slot is free among `inflight` (at most `concurrency` at once). */
-  async function admit(m: JsMsg, inflight: Set<Promise<void>>) {
+  /** Tasks of one consumer loop: all still running, and how many of them count toward `concurrency`. */
+  const newPool = () => ({ inflight: new Set<Promise<void>>(), counted: 0, freed: undefined as (() => void) | undefined });
+  type Pool = ReturnType<typeof newPool>;
+
+  /** Runs `m`, then waits until fewer than `concurrency` tasks count. */
+  async function admit(m: JsMsg, pool: Pool) {
     alive = Date.now();
-    const p = run(m).finally(() => inflight.delete(p));
-    inflight.add(p);
-    if (inflight.size >= concurrency) await Promise.race(inflight);
+    let counts = true;
+    const detach = () => {
+      if (!counts) return;
+      counts = false;
+      pool.counted--;
+      pool.freed?.();
+    };
+    pool.counted++;
+    const p = run(m, detach).finally(() => {
+      pool.inflight.delete(p);
+      detach();
+    });
+    pool.inflight.add(p);
+    while (pool.counted >= concurrency) await new Promise<void>((r) => (pool.freed = r));
+    pool.freed = undefined;
   }
 
   let wake: (() => void) | undefined;
@@ -155,15 +174,15 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       let full = false;
       try {
         await ensureConsumer();
-        const inflight = new Set<Promise<void>>();
+        const pool = newPool();
         let n = 0;
         // The consumer API's fetch waits at least a second for a batch; only the older pull
         // request (deprecated in nats.js 2.x, still served) can answer "nothing now" at once.
         for await (const m of nats.js.fetch(stream, durable, { batch, no_wait: true })) {
           n++;
-          await admit(m, inflight);
+          await admit(m, pool);
         }
-        await Promise.all(inflight);
+        await Promise.all(pool.inflight);
         alive = Date.now();
         full = n === batch;
       } catch (err) {
@@ -197,10 +216,10 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         }, BEAT_MS);
         alive = Date.now();
         await o.beats?.beats.beat(o.beats.worker).catch(() => undefined);
-        const inflight = new Set<Promise<void>>();
+        const pool = newPool();
         try {
-          for await (const m of messages) await admit(m, inflight);
-          await Promise.all(inflight);
+          for await (const m of messages) await admit(m, pool);
+          await Promise.all(pool.inflight);
         } finally {
           clearInterval(beat);
         }

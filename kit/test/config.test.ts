@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { fastifyTrustProxy, loadConfig, requireInternalKey, requireMasterKey } from "../src/index.js";
+import { fastifyTrustProxy, loadConfig, requireInternalKey, requireMasterKey, requireWebhookKey } from "../src/index.js";
 
 const trustProxy = (v: string | undefined) => loadConfig(v === undefined ? {} : { TRUST_PROXY: v }).TRUST_PROXY;
 
@@ -43,6 +43,13 @@ describe("keys", () => {
     expect(() => requireMasterKey(config)).toThrow(/FEEDS_MASTER_KEY: required where the tenancy service runs/);
     const key = randomBytes(32);
     expect(requireMasterKey(loadConfig({ FEEDS_MASTER_KEY: key.toString("base64") }))).toEqual(key);
+  });
+
+  it("FEEDS_WEBHOOK_KEY is optional in the shared schema, required where notification is built, and 32 bytes", () => {
+    expect(() => requireWebhookKey(loadConfig({}))).toThrow(/FEEDS_WEBHOOK_KEY: required where the notification service runs/);
+    expect(() => loadConfig({ FEEDS_WEBHOOK_KEY: randomBytes(16).toString("base64") })).toThrow(/FEEDS_WEBHOOK_KEY: must be 32 bytes/);
+    const key = randomBytes(32);
+    expect(requireWebhookKey(loadConfig({ FEEDS_WEBHOOK_KEY: key.toString("base64") }))).toEqual(key);
   });
 
   it("FEEDS_INTERNAL_KEY is required where the one-process system reaches a service over the network, and 32 bytes", () => {

@@ -13,8 +13,18 @@ describe("queue worker", { timeout: 30_000 }, () => {
   const env = createTestEnv("kit_queue", { nats: { queues: ["fanout"] } });
   const workers: QueueWorker[] = [];
   /** A worker on its own subject of the fanout queue (work-queue consumers may not overlap). */
-  const worker = (subject: string, handle: Parameters<typeof createQueueWorker>[0]["handle"], o: { nats?: Nats; ackWaitMs?: number } = {}) => {
-    const w = createQueueWorker({ nats: o.nats ?? env.nats, log: env.log, queue: "fanout", durable: subject, subject, handle, heartbeat: true, ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS });
+  const worker = (subject: string, handle: Parameters<typeof createQueueWorker>[0]["handle"], o: { nats?: Nats; ackWaitMs?: number; concurrency?: number } = {}) => {
+    const w = createQueueWorker({
+      nats: o.nats ?? env.nats,
+      log: env.log,
+      queue: "fanout",
+      durable: subject,
+      subject,
+      handle,
+      heartbeat: true,
+      ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS,
+      ...(o.concurrency ? { concurrency: o.concurrency } : {}),
+    });
     workers.push(w);
     return w;
   };
@@ -63,6 +73,34 @@ describe("queue worker", { timeout: 30_000 }, () => {
     const redelivered = new Promise<number>((r) => (took = r));
     await worker("crash", async () => took(Date.now() - diedAt)).start();
     expect(await redelivered).toBeLessThan(ACK_WAIT_MS + 1500);
+  });
+
+  it("a detached task no longer counts toward the concurrency: the next is taken while it waits, and it is acknowledged once it ends", async () => {
+    const seen: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let second!: () => void;
+    const secondDone = new Promise<void>((r) => (second = r));
+    await worker(
+      "detach",
+      async (m, detach) => {
+        const body = new TextDecoder().decode(m.data);
+        seen.push(`${body}#${m.info.redeliveryCount}`);
+        if (body === '"first"') {
+          detach();
+          await gate;
+        } else second();
+      },
+      { concurrency: 1 },
+    ).start();
+    const subject = env.nats.subject("fanout", "detach");
+    await env.nats.js.publish(subject, new TextEncoder().encode('"first"'));
+    await env.nats.js.publish(subject, new TextEncoder().encode('"second"'));
+    // One task at a time, yet the second runs while the first still waits.
+    await Promise.race([secondDone, sleep(5000).then(() => Promise.reject(new Error(`the second task waited: ${seen.join(", ")}`)))]);
+    open();
+    await sleep(3 * ACK_WAIT_MS);
+    expect(seen).toEqual(['"first"#1', '"second"#1']);
   });
 
   it("a consumer made with another ack wait takes the configured one", async () => {

@@ -48,6 +48,9 @@ function keptKey(variable, fileName) {
 /** The key that encrypts tenant secrets at rest: FEEDS_MASTER_KEY, else .cache/master.key. */
 export const masterKey = () => keptKey("FEEDS_MASTER_KEY", "master.key");
 
+/** The key that encrypts webhook signing secrets at rest: FEEDS_WEBHOOK_KEY, else .cache/webhook.key. */
+export const webhookKey = () => keptKey("FEEDS_WEBHOOK_KEY", "webhook.key");
+
 /** The root of the service keys (docs/service-auth.md): FEEDS_INTERNAL_KEY, else .cache/internal.key. */
 export const internalKey = () => keptKey("FEEDS_INTERNAL_KEY", "internal.key");
 
@@ -103,5 +106,5 @@ export async function setup({ skipBuild = false, servers = true } = {}) {
   ensureInstalled();
   if (!skipBuild) build();
   const urls = servers ? await ensureInfrastructure() : {};
-  return { ...urls, masterKey: masterKey(), internalKey: internalKey(), version: buildVersion() };
+  return { ...urls, masterKey: masterKey(), webhookKey: webhookKey(), internalKey: internalKey(), version: buildVersion() };
 }

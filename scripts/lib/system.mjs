@@ -38,8 +38,11 @@ function startProcess(name, entry, env, { inherit = false } = {}) {
   return handle;
 }
 
+/** The key that seals a service's secrets at rest, given only to the processes that run it. */
+const atRestKeys = { tenancy: "FEEDS_MASTER_KEY", notification: "FEEDS_WEBHOOK_KEY" };
+
 // Secrets a process gets only when its own env names them, never from this process's env.
-const withheld = ["FEEDS_MASTER_KEY", "FEEDS_INTERNAL_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"];
+const withheld = ["FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY", "FEEDS_INTERNAL_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"];
 
 function spawnProcess(name, entry, env, { inherit = false } = {}) {
   const childEnv = { ...process.env, ...env };
@@ -89,24 +92,32 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
 }
 
 /**
- * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone, and each process only its own
- * service keys (FEEDS_SERVICE_KEY, and a service's FEEDS_CALLER_KEYS), derived from the root
- * FEEDS_INTERNAL_KEY (a fresh one unless `env` names it) as `npm run service-keys` does; the
- * root itself goes to the one-process system only.
+ * Split mode gives FEEDS_MASTER_KEY to the tenancy process alone, FEEDS_WEBHOOK_KEY to the
+ * processes that run notification alone (its service and the notify worker), and each process only
+ * its own service keys (FEEDS_SERVICE_KEY, and a service's FEEDS_CALLER_KEYS), derived from the
+ * root FEEDS_INTERNAL_KEY as `npm run service-keys` does; the root itself goes to the one-process
+ * system only. The root and the webhook key are fresh ones unless `env` names them (a system
+ * started again on data of an earlier one needs that one's FEEDS_WEBHOOK_KEY).
  * With `workers` (split only), each of `workers` runs in a process of its own, as the chart runs it.
  * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean }} opts
  * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
  */
 export async function startSystem({ env: given, split = false, workers: splitWorkers = false, port = 0, inherit = false }) {
-  const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? randomBytes(32).toString("base64") };
+  const fresh = () => randomBytes(32).toString("base64");
+  const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? fresh(), FEEDS_WEBHOOK_KEY: given.FEEDS_WEBHOOK_KEY ?? fresh() };
   // Many systems and processes share one host here: each metrics port is a free one unless given
   // (the gateway's; services always take a free one). Each process's `metrics` names it.
   const gatewayMetricsPort = given.METRICS_PORT ?? "0";
   env.METRICS_PORT = "0";
-  const { FEEDS_MASTER_KEY: masterKey, FEEDS_INTERNAL_KEY: root, ...withoutKeys } = env;
+  const { FEEDS_MASTER_KEY: _, FEEDS_WEBHOOK_KEY: __, FEEDS_INTERNAL_KEY: root, ...withoutKeys } = env;
   // Built by now (the processes run dist/): kit derives the keys.
   const keysOf = split ? (await import("@feeds/kit")).processKeyEnv : null;
   const ownKeys = (signer, serves) => keysOf(Buffer.from(root, "base64"), signer, serves);
+  // Each process gets the at-rest key of the service whose code it runs, and no other.
+  const envOf = (service) => {
+    const key = atRestKeys[service];
+    return key && env[key] ? { ...withoutKeys, [key]: env[key] } : withoutKeys;
+  };
   const processes = [];
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
@@ -126,14 +137,7 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         startProcess(
           s,
           `services/${s}/dist/main.js`,
-          {
-            ...withoutKeys,
-            ...(s === "tenancy" && masterKey ? { FEEDS_MASTER_KEY: masterKey } : {}),
-            ...ownKeys(s, s),
-            ...urls,
-            GRPC_PORT: String(ports[i]),
-            ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}),
-          },
+          { ...envOf(s), ...ownKeys(s, s), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
           { inherit },
         ),
       );
@@ -141,15 +145,15 @@ export async function startSystem({ env: given, split = false, workers: splitWor
         for (const [w, s] of Object.entries(workers)) {
           const grpcPort = await freePort();
           workerUrls[w] = `http://127.0.0.1:${grpcPort}`;
-          const workerEnv = { ...withoutKeys, ...ownKeys(`${s}-worker`), ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
+          const workerEnv = { ...envOf(s), ...ownKeys(`${s}-worker`), ...urls, GRPC_PORT: String(grpcPort), FEEDS_ROLE: "worker" };
           started.push(startProcess(`${w}-worker`, `services/${s}/dist/main.js`, workerEnv, { inherit }));
         }
       }
       processes.push(...started);
       await Promise.all(started.map((p) => p.first));
     }
-    // Split, tenancy runs elsewhere: the gateway has no use for the master key, and signs as
-    // itself alone. Either way the process that answers HTTP is named "gateway".
+    // Split, the services run elsewhere: the gateway has no use for their at-rest keys, and signs
+    // as itself alone. Either way the process that answers HTTP is named "gateway".
     const gwEnv = { ...(split ? { ...withoutKeys, ...ownKeys("gateway") } : env), ...urls, PORT: String(port), METRICS_PORT: gatewayMetricsPort };
     const gw = startProcess("gateway", split ? "gateway/dist/main.js" : "system/dist/main.js", gwEnv, { inherit });
     processes.push(gw);

@@ -99,7 +99,7 @@ export async function runCelebrity({ infra, log, followers = 100_000, insertFloo
       started.add(p.child);
       p.child.once("exit", () => started.delete(p.child));
     }
-    const { FEEDS_MASTER_KEY: _, ...workerEnv } = env;
+    const { FEEDS_MASTER_KEY: _, FEEDS_WEBHOOK_KEY: __, ...workerEnv } = env;
     second = await startFanoutWorker(workerEnv, system.urls);
     const { token: staffToken } = await api(system.url, "POST", "/operator/login", { body: { email: env.BOOTSTRAP_STAFF_EMAIL, password: env.BOOTSTRAP_STAFF_PASSWORD } });
     const created = await api(system.url, "POST", "/admin/tenants", { token: staffToken, body: { name: "celebrity", rate_limit_per_minute: 10_000_000 } });

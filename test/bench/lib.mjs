@@ -348,6 +348,7 @@ export function systemEnv(infra, namespace, extra = {}) {
     NATS_URL: infra.natsUrl,
     REDIS_URL: infra.redisUrl,
     FEEDS_MASTER_KEY: infra.masterKey,
+    FEEDS_WEBHOOK_KEY: infra.webhookKey,
     BUILD_VERSION: infra.version,
     FEEDS_NAMESPACE: namespace,
     BOOTSTRAP_STAFF_EMAIL: `staff@${namespace.replace(/_/g, "-")}.bench`,

@@ -105,7 +105,7 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
         }
       });
 
-      it("gives each process only its own service keys from the Secret, the keys npm run service-keys makes, and none the root", () => {
+      it("gives each process only its own service keys from the Secret (the keys npm run service-keys makes, none the root), and each at-rest key only to the processes that run its service", () => {
         const secretKeys = new Set(Object.keys(serviceKeySet(randomBytes(32))));
         const suffix = (n: string) => n.toUpperCase().replace(/-/g, "_");
         const signerOf = (component: string): { signer: Signer; serves?: string } => {
@@ -123,8 +123,9 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
           if (namedSigners().includes(signer)) expected.FEEDS_SERVICE_KEY = { name: "feeds-secrets", key: `FEEDS_SERVICE_KEY_${suffix(signer)}` };
           if (serves) expected.FEEDS_CALLER_KEYS = { name: "feeds-secrets", key: `FEEDS_CALLER_KEYS_${suffix(serves)}` };
           if (component === "tenancy") expected.FEEDS_MASTER_KEY = { name: "feeds-secrets", key: "FEEDS_MASTER_KEY" };
+          if (component === "notification" || component === "notify-worker") expected.FEEDS_WEBHOOK_KEY = { name: "feeds-secrets", key: "FEEDS_WEBHOOK_KEY" };
           expect(keyed, component).toEqual(expected);
-          for (const ref of Object.values(keyed)) if (ref.key !== "FEEDS_MASTER_KEY") expect(secretKeys, `${component}: ${ref.key}`).toContain(ref.key);
+          for (const ref of Object.values(keyed)) if (ref.key !== "FEEDS_MASTER_KEY" && ref.key !== "FEEDS_WEBHOOK_KEY") expect(secretKeys, `${component}: ${ref.key}`).toContain(ref.key);
         }
         // The notify worker fetches tenant-chosen URLs and calls no service: it holds no key.
         expect(deployment("notify-worker").spec.template.spec.containers[0].env.map((e: any) => e.name)).not.toContain("FEEDS_SERVICE_KEY");
@@ -261,7 +262,8 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
   it("docker-compose.yml loads and runs every service and the gateway the chart runs, each with only its own keys", () => {
     const keys = serviceKeySet(randomBytes(32));
     const masterKey = randomBytes(32).toString("base64");
-    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, ...keys });
+    const webhookKey = randomBytes(32).toString("base64");
+    const loaded = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, FEEDS_WEBHOOK_KEY: webhookKey, ...keys });
     expect(loaded.stderr).toBe("");
     expect(loaded.status).toBe(0);
     const { services: composed, environment } = JSON.parse(loaded.stdout) as { services: string[]; environment: Record<string, Record<string, string | null>> };
@@ -269,19 +271,22 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
     expect(composed).toEqual(expect.arrayContaining(["gateway", ...services, ...new Set(Object.values(workers))]));
     expect(composed.sort()).toEqual(["gateway", "mongo", "nats", "redis", ...services].sort());
     const keysOf = (name: string) =>
-      Object.fromEntries(Object.entries(environment[name] ?? {}).filter(([k]) => ["FEEDS_INTERNAL_KEY", "FEEDS_MASTER_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"].includes(k)));
+      Object.fromEntries(Object.entries(environment[name] ?? {}).filter(([k]) => ["FEEDS_INTERNAL_KEY", "FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY", "FEEDS_SERVICE_KEY", "FEEDS_CALLER_KEYS"].includes(k)));
     const suffix = (n: string) => n.toUpperCase().replace(/-/g, "_");
     expect(keysOf("gateway")).toEqual({ FEEDS_SERVICE_KEY: keys.FEEDS_SERVICE_KEY_GATEWAY });
     for (const s of services) {
       expect(keysOf(s), s).toEqual({
         ...(s === "tenancy" ? { FEEDS_MASTER_KEY: masterKey } : {}),
+        ...(s === "notification" ? { FEEDS_WEBHOOK_KEY: webhookKey } : {}),
         ...(namedSigners().includes(s as Signer) ? { FEEDS_SERVICE_KEY: keys[`FEEDS_SERVICE_KEY_${suffix(s)}`] } : {}),
         FEEDS_CALLER_KEYS: keys[`FEEDS_CALLER_KEYS_${suffix(s)}`],
       });
     }
-    // Without a key it names, the file does not load.
-    const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, ...keys, FEEDS_SERVICE_KEY_GATEWAY: "" });
-    expect(unset.status).not.toBe(0);
-    expect(unset.stderr).toContain("FEEDS_SERVICE_KEY_GATEWAY");
+    // Without a key it names, the file does not load and names it.
+    for (const variable of ["FEEDS_SERVICE_KEY_GATEWAY", "FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY"]) {
+      const unset = run(tools.k8sCheck, ["-compose", join(root, "docker-compose.yml")], undefined, { FEEDS_MASTER_KEY: masterKey, FEEDS_WEBHOOK_KEY: webhookKey, ...keys, [variable]: "" });
+      expect(unset.status, variable).not.toBe(0);
+      expect(unset.stderr).toContain(variable);
+    }
   });
 });

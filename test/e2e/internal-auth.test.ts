@@ -153,17 +153,17 @@ describe("service-to-service calls in split mode", () => {
     expect((await health.check({ service: "" }, { timeoutMs: 5000 })).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
   });
 
-  it("each process holds only its own keys: no root anywhere, the master key in tenancy, no key in the notify worker", async () => {
+  it("each process holds only its own keys: no root anywhere, the master key in tenancy, no service key in the notify worker, the webhook key only where notification runs", async () => {
     const env = (pid: number) => Object.fromEntries(readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean).map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
     const given = Object.fromEntries(
       system.processes.map((p) => {
         const e = env(p.child.pid as number);
         const callers = e.FEEDS_CALLER_KEYS?.split(",").map((c) => c.split(":")[0]);
-        return [p.name, { root: "FEEDS_INTERNAL_KEY" in e, master: "FEEDS_MASTER_KEY" in e, own: "FEEDS_SERVICE_KEY" in e, callers }];
+        return [p.name, { root: "FEEDS_INTERNAL_KEY" in e, master: "FEEDS_MASTER_KEY" in e, webhook: "FEEDS_WEBHOOK_KEY" in e, own: "FEEDS_SERVICE_KEY" in e, callers }];
       }),
     );
     const allowed = callersOf();
-    const service = (s: ServiceName, own: boolean) => ({ root: false, master: s === "tenancy", own, callers: allowed.get(s) });
+    const service = (s: ServiceName, own: boolean) => ({ root: false, master: s === "tenancy", webhook: s === "notification", own, callers: allowed.get(s) });
     expect(given).toEqual({
       tenancy: service("tenancy", false),
       identity: service("identity", false),
@@ -172,10 +172,10 @@ describe("service-to-service calls in split mode", () => {
       engagement: service("engagement", true),
       notification: service("notification", true),
       catalog: service("catalog", false),
-      "fanout-worker": { root: false, master: false, own: true, callers: undefined },
-      "follow-worker": { root: false, master: false, own: true, callers: undefined },
-      "notify-worker": { root: false, master: false, own: false, callers: undefined },
-      gateway: { root: false, master: false, own: true, callers: undefined },
+      "fanout-worker": { root: false, master: false, webhook: false, own: true, callers: undefined },
+      "follow-worker": { root: false, master: false, webhook: false, own: true, callers: undefined },
+      "notify-worker": { root: false, master: false, webhook: true, own: false, callers: undefined },
+      gateway: { root: false, master: false, webhook: false, own: true, callers: undefined },
     });
     expect(allowed.get("tenancy")).toEqual(["gateway"]);
     expect(allowed.get("identity")).toEqual(["gateway", "feed", "feed-worker", "notification"]);

@@ -40,6 +40,8 @@ const envOf = (namespace: string, role: string) => ({
   REDIS_URL: inject("redisUrl"),
   FEEDS_NAMESPACE: namespace,
   FEEDS_INTERNAL_KEY: randomBytes(32).toString("base64"),
+  // Read by the notification processes alone.
+  FEEDS_WEBHOOK_KEY: randomBytes(32).toString("base64"),
   FEEDS_ROLE: role,
   GRPC_PORT: "0",
   METRICS_PORT: "0",

@@ -21,6 +21,7 @@ export async function testInfra() {
     NATS_URL: natsUrl,
     REDIS_URL: redisUrl,
     FEEDS_MASTER_KEY: process.env.FEEDS_MASTER_KEY ?? randomBytes(32).toString("base64"),
+    FEEDS_WEBHOOK_KEY: process.env.FEEDS_WEBHOOK_KEY ?? randomBytes(32).toString("base64"),
     FEEDS_INTERNAL_KEY: process.env.FEEDS_INTERNAL_KEY ?? randomBytes(32).toString("base64"),
     BUILD_VERSION: process.env.BUILD_VERSION ?? "test",
   };

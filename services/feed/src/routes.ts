@@ -54,6 +54,8 @@ export interface FeedServiceDeps {
 }
 
 const CLAMP_MS = 10 * 60 * 1000;
+/** An activity's lock, under its tenant: a caller naming another tenant's id must not take (or wait for) that tenant's lock. */
+const activityLock = (tenantId: string, id: string) => `activity/${tenantId}/${id}`;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const activityToProto = (d: ActivityDoc): Activity =>
@@ -276,7 +278,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const set = req.setJson ? (parseCustom(req.setJson, "set")) : {};
       const errors = [...checkPatchPaths(Object.keys(set), req.unset), ...(req.hasRefs ? checkRefs(req.refs) : [])];
       if (errors.length) throw validationFailed(errors);
-      return deps.locks.withLock(`activity:${req.id}`, async () => {
+      return deps.locks.withLock(activityLock(tenantId, req.id), async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
         const now = new Date();
@@ -299,7 +301,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
 
     async deleteActivity(req, ctx) {
       const tenantId = requireTenant(ctx);
-      return deps.locks.withLock(`activity:${req.id}`, async () => {
+      return deps.locks.withLock(activityLock(tenantId, req.id), async () => {
         const doc = await live(tenantId, req.id);
         mayChange(ctx, doc);
         const now = new Date();
@@ -412,7 +414,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
     async setReactionCounts(req, ctx) {
       const tenantId = requireTenant(ctx);
       if (callerOf(ctx).kind !== "system") throw forbidden("reaction counts are set by the engagement service");
-      return deps.locks.withLock(`activity:${req.id}`, async (lease) => {
+      return deps.locks.withLock(activityLock(tenantId, req.id), async (lease) => {
         const doc = await live(tenantId, req.id);
         const counts = countsWith(doc.reaction_counts, req.counts, req.complete);
         const same = sameCounts(counts, doc.reaction_counts);

@@ -18,13 +18,15 @@ export async function createNotificationModule(deps: {
   peers: () => Pick<Clients, "users">;
   log: Logger;
   webhooks: WebhookOptions;
+  /** FEEDS_WEBHOOK_KEY: seals webhook signing secrets at rest. */
+  webhookKey: Buffer;
   /** Run the notify worker in this process (default true). */
   worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
   await ensureQueue(deps.nats, "webhooks");
   const notifications = await createNotifications({ db: deps.db, redis: deps.redis, peers: deps.peers, log: deps.log });
-  const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks });
+  const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks, secretsKey: deps.webhookKey });
   // Notifications first: a failure redelivers the event to both, and both are idempotent.
   const worker = createNotifyWorker({
     nats: deps.nats,

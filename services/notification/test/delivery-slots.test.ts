@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import { createDestinationRepository } from "../src/webhooks/destination-reposit
 import { createPost } from "../src/webhooks/post.js";
 import { createWebhookPublisher } from "../src/webhooks/publisher.js";
 import { createRecordRepository } from "../src/webhooks/record-repository.js";
+import { createSecretBox } from "../src/webhooks/secret-box.js";
 
 // One dead destination must not take the delivery worker's attempts from the others: with 4
 // attempts in flight in all and 2 per destination, a burst to a destination that never answers
@@ -42,7 +43,7 @@ describe("per-destination attempt slots", () => {
 
   it("a burst to a destination that never answers leaves the live destination its attempts", { timeout: 30_000 }, async () => {
     const { db, redis, nats } = env;
-    const destinations = createDestinationRepository(db, redis);
+    const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)));
     const records = createRecordRepository(db, redis);
     const port = (server.address() as AddressInfo).port;
     const tenant = "t-slots";

@@ -73,6 +73,37 @@ describe("delivery slots", () => {
     expect(results.every((r) => r === "taken")).toBe(true);
   });
 
+  it("before any attempt of a key ended, tasks turned away are booked at the pace its oldest attempt's age gives", async () => {
+    const slots = createSlots(4, 10_000);
+    for (let i = 0; i < 4; i++) expect(await slots.take("t", 0)).toBe("taken");
+    expect(await slots.take("t", 0)).toBe("full");
+    // Nothing known yet: the shortest stay.
+    expect(slots.deferMs("t")).toBe(50);
+    await vi.advanceTimersByTimeAsync(400);
+    // 400 ms without an attempt ending over 4 slots: at least 100 ms a step, one after the other.
+    const booked = [slots.deferMs("t"), slots.deferMs("t"), slots.deferMs("t")];
+    expect(booked[0]).toBeGreaterThanOrEqual(100);
+    expect(booked[1]! - booked[0]!).toBe(100);
+    expect(booked[2]! - booked[1]!).toBe(100);
+  });
+
+  it("all lines together hold at most maxWaiting tasks; onWait runs for each task that joins one", async () => {
+    const slots = createSlots(1, 60_000, 2);
+    const joined: string[] = [];
+    for (const key of ["a", "b"]) expect(await slots.take(key, 250)).toBe("taken");
+    const line = [slots.take("a", 250, () => joined.push("a1")), slots.take("b", 250, () => joined.push("b1"))];
+    expect(await slots.take("a", 250, () => joined.push("a2"))).toBe("full");
+    expect(joined).toEqual(["a1", "b1"]);
+    slots.release("a", 100);
+    expect(await line[0]).toBe("taken");
+    // A place in the lines is free again.
+    const next = slots.take("b", 250, () => joined.push("b2"));
+    expect(joined).toEqual(["a1", "b1", "b2"]);
+    slots.release("b", 100);
+    slots.release("b", 100);
+    expect(await Promise.all([line[1], next])).toEqual(["taken", "taken"]);
+  });
+
   it("a line is as long as the destination's pace gets through in the line wait; a task beyond it is turned away and booked one pace step after the last", async () => {
     const slots = createSlots(1, 1000);
     expect(await slots.take("slow", 5000)).toBe("taken");

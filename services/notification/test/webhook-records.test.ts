@@ -5,6 +5,7 @@ import { newEvent } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { createDestinationRepository, type DestinationRepository } from "../src/webhooks/destination-repository.js";
 import { createRecordRepository, type RecordKey, type RecordRepository } from "../src/webhooks/record-repository.js";
+import { createSecretBox } from "../src/webhooks/secret-box.js";
 import { createWebhookPublisher, DELIVERY_SUBJECT, recordIdOf, type DeliveryTask } from "../src/webhooks/publisher.js";
 
 // The notify worker's webhook handler, the delivery worker's record writes and the event log's
@@ -19,7 +20,7 @@ describe("webhook records", () => {
 
   beforeAll(async () => {
     await env.open();
-    destinations = createDestinationRepository(env.db, env.redis);
+    destinations = createDestinationRepository(env.db, env.redis, createSecretBox(randomBytes(32)));
     records = createRecordRepository(env.db, env.redis);
     await Promise.all([destinations.ensureIndexes(), records.ensureIndexes()]);
   });

@@ -134,6 +134,15 @@ service's routes, the keys of that service's callers. (dict "root" $ "signer" "f
 {{- end }}
 {{- end }}
 
+{{/* The key that decrypts webhook signing secrets: only for the processes that run notification. */}}
+{{- define "feeds.webhookKeyEnv" -}}
+- name: FEEDS_WEBHOOK_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "secret.name: an existing Secret holding FEEDS_WEBHOOK_KEY" .Values.secret.name }}
+      key: FEEDS_WEBHOOK_KEY
+{{- end }}
+
 {{/* Pod-level settings shared by every Deployment; takes the root context. */}}
 {{- define "feeds.podSettings" -}}
 # The processes never talk to the Kubernetes API.
@@ -267,6 +276,9 @@ spec:
             {{- end }}
             {{- $worker := eq .role "worker" }}
             {{- include "feeds.serviceKeyEnv" (dict "root" $root "signer" (ternary (printf "%s-worker" .service) .service $worker) "serves" (ternary "" .service $worker)) | nindent 12 }}
+            {{- if eq .service "notification" }}
+            {{- include "feeds.webhookKeyEnv" $root | nindent 12 }}
+            {{- end }}
             - name: FEEDS_ROLE
               value: {{ .role | quote }}
             - name: GRPC_PORT

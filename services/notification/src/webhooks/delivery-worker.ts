@@ -1,6 +1,6 @@
 import type { JsMsg } from "nats";
-import { createQueueWorker, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
-import type { DestinationDoc, DestinationRepository } from "./destination-repository.js";
+import { createQueueWorker, limits, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
+import type { DeliveryTarget, DestinationRepository } from "./destination-repository.js";
 import type { RecordChange, RecordKey, RecordRepository } from "./record-repository.js";
 import { DELIVERY_SUBJECT, type DeliveryTask } from "./publisher.js";
 import type { Post, PostOutcome } from "./post.js";
@@ -15,6 +15,12 @@ import { createSlots } from "./slots.js";
 // other delivery's; a task is acknowledged only once its write is stored. A destination has a
 // few attempts in flight (slots) and a line of tasks waiting for them; a task it cannot take
 // goes back to the queue without an attempt (JetStream's delivery count is not the attempt count).
+// Above the destinations, a tenant has a bounded number of tasks in flight here (waiting for a
+// destination's slot or attempting), and the rest of its tasks wait in the tenant's line, which
+// holds no share of the worker's concurrency (the queue worker's `detach`): so the worker keeps
+// taking other tenants' tasks while one tenant's backlog waits. The lines together hold at most
+// PARKED_MAX tasks, and one is no longer than its tenant's pace gets through in LINE_WAIT_MS;
+// a task past that goes back to the queue at once, without an attempt, booked at that pace.
 
 export interface DeliveryOptions {
   attemptTimeoutMs: number;
@@ -24,6 +30,8 @@ export interface DeliveryOptions {
   concurrency?: number;
   /** Attempts in flight per destination in this process. */
   perDestination?: number;
+  /** Tasks waiting for a destination's slot or attempting, per tenant in this process (default limits.webhookDeliveriesPerTenant). */
+  perTenant?: number;
 }
 
 const DEFAULT_CONCURRENCY = 1024;
@@ -34,6 +42,8 @@ const DEFAULT_PER_DESTINATION = 16;
 const STALL_MS = 250;
 /** A task joins a line that its destination's pace gets through in this long. */
 const LINE_WAIT_MS = 10_000;
+/** Tasks waiting in tenants' lines in this process, all tenants together (memory, not concurrency). */
+const PARKED_MAX = 4096;
 /** While a task waits in line, its ack wait is restarted this often. */
 const KEEP_MS = 10_000;
 /** An attempt running this long first writes the record as pending. */
@@ -56,6 +66,9 @@ export function createDeliveryWorker(deps: {
   const maxAttempts = options.retryScheduleMs.length + 1;
   const concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
   const slots = createSlots(options.perDestination ?? DEFAULT_PER_DESTINATION, LINE_WAIT_MS);
+  const tenants = createSlots(options.perTenant ?? limits.webhookDeliveriesPerTenant, LINE_WAIT_MS, PARKED_MAX);
+  // A tenant none of whose tasks here ended within one attempt's time sends its line away.
+  const tenantStallMs = options.attemptTimeoutMs + STALL_MS;
   /** Whether each destination's last attempt in this process succeeded. */
   const healthy = new Map<string, boolean>();
   const outcomes = processMetrics().webhookDeliveries;
@@ -72,8 +85,9 @@ export function createDeliveryWorker(deps: {
   /** Back to the queue without an attempt; a failing or stalled destination's task first shows as pending. */
   async function defer(m: JsMsg, record: RecordKey, delayMs: number, showPending: boolean) {
     if (showPending && fresh(record)) await write({ record, attempted: false, status: "pending", fresh: true });
-    // (the queue worker's ack after a nak does nothing)
-    m.nak(delayMs);
+    // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
+    // (The queue worker's ack after a nak does nothing.)
+    m.nak(Math.max(1, Math.ceil(delayMs)));
   }
 
   async function giveUp(m: JsMsg, record: RecordKey, why: string) {
@@ -85,7 +99,7 @@ export function createDeliveryWorker(deps: {
   }
 
   /** One attempt (its slot taken); a first one still running after the grace has its pending record written meanwhile. */
-  async function attempt(task: DeliveryTask, record: RecordKey, dest: DestinationDoc): Promise<PostOutcome> {
+  async function attempt(task: DeliveryTask, record: RecordKey, dest: DeliveryTarget): Promise<PostOutcome> {
     let early: Promise<number> | undefined;
     const grace = fresh(record)
       ? setTimeout(() => {
@@ -104,7 +118,7 @@ export function createDeliveryWorker(deps: {
     }
   }
 
-  async function handle(m: JsMsg): Promise<void> {
+  async function handle(m: JsMsg, detach: () => void): Promise<void> {
     const task = JSON.parse(new TextDecoder().decode(m.data)) as DeliveryTask;
     const record: RecordKey = {
       _id: task.r,
@@ -114,6 +128,30 @@ export function createDeliveryWorker(deps: {
       destination_id: task.d,
       created_at: new Date(task.at),
     };
+    // The tenant's cap: in its line (detached) while its tasks here keep ending; past the line or
+    // stalled, back about when one ends (a backlog, like one in the queue; no record, no attempt).
+    let keep: NodeJS.Timeout | undefined;
+    const wait = () => {
+      detach();
+      keep = setInterval(() => m.working(), KEEP_MS);
+    };
+    const took = await tenants.take(task.t, tenantStallMs, wait).finally(() => clearInterval(keep));
+    if (took !== "taken") return defer(m, record, tenants.deferMs(task.t), false);
+    const since = Date.now();
+    let held = true;
+    const leave = () => {
+      if (held) tenants.release(task.t, Date.now() - since);
+      held = false;
+    };
+    try {
+      await deliver(m, task, record, leave);
+    } finally {
+      leave();
+    }
+  }
+
+  /** A task within its tenant's cap: its destination's slot, the attempt (then `leave` the cap), the outcome. */
+  async function deliver(m: JsMsg, task: DeliveryTask, record: RecordKey, leave: () => void): Promise<void> {
     const dest = await destinations.forDelivery(task.t, task.d);
     // Deleted: nothing is delivered to it any more.
     if (!dest) return void (await write({ record, attempted: false, status: "failed", fresh: fresh(record) }));
@@ -127,7 +165,7 @@ export function createDeliveryWorker(deps: {
       if (wasHealthy && took === "full") return defer(m, record, slots.deferMs(task.d), false);
       return defer(m, record, jitter(options.attemptTimeoutMs), true);
     }
-    const outcome = await attempt(task, record, dest);
+    const outcome = await attempt(task, record, dest).finally(leave);
     healthy.set(task.d, outcome.ok);
     const change = (c: Pick<RecordChange, "attempted" | "status">) => write({ record, fresh: fresh(record), ...c });
     if (outcome.ok) outcomes.inc({ outcome: "delivered" });

@@ -7,6 +7,7 @@ import { createDestinationRepository } from "./destination-repository.js";
 import { createPost } from "./post.js";
 import { createWebhookPublisher } from "./publisher.js";
 import { createRecordRepository } from "./record-repository.js";
+import { createSecretBox } from "./secret-box.js";
 import type { EventHandler } from "../worker.js";
 import { createWebhookService } from "./routes.js";
 
@@ -15,9 +16,12 @@ export interface WebhookOptions extends DeliveryOptions {
   allowPrivate: boolean;
 }
 
-/** Webhooks: destinations and their RPCs, the notify worker's handler, the delivery worker. */
-export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nats; log: Logger; options: WebhookOptions }) {
-  const destinations = createDestinationRepository(deps.db, deps.redis);
+/**
+ * Webhooks: destinations and their RPCs, the notify worker's handler, the delivery worker.
+ * `secretsKey` (FEEDS_WEBHOOK_KEY) seals the signing secrets at rest.
+ */
+export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nats; log: Logger; options: WebhookOptions; secretsKey: Buffer }) {
+  const destinations = createDestinationRepository(deps.db, deps.redis, createSecretBox(deps.secretsKey));
   const records = createRecordRepository(deps.db, deps.redis);
   await Promise.all([destinations.ensureIndexes(), records.ensureIndexes()]);
   const post = createPost({ allowPrivate: deps.options.allowPrivate, timeoutMs: deps.options.attemptTimeoutMs });
@@ -37,12 +41,22 @@ export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nat
     allowPrivate: deps.options.allowPrivate,
   });
   const handleEvent: EventHandler = createWebhookPublisher({ nats: deps.nats, destinations, records });
+  const sealing = new AbortController();
+  let sealed: Promise<void> = Promise.resolve();
   return {
     service,
     handleEvent,
-    start: () => worker.start(),
+    async start() {
+      await worker.start();
+      // Secrets an older release stored in plaintext, sealed in the background (reads open both).
+      sealed = destinations.sealPlaintext(sealing.signal).then(
+        (n) => void (n > 0 && deps.log.info({ sealed: n }, "webhook signing secrets sealed")),
+        (err: unknown) => deps.log.warn({ err }, "sealing plaintext webhook signing secrets failed; the next start tries again"),
+      );
+    },
     async stop() {
-      await worker.stop();
+      sealing.abort();
+      await Promise.all([worker.stop(), sealed]);
       post.close();
     },
   };

@@ -23,14 +23,14 @@ import {
   WebhookEventRecordSchema,
   WebhookService,
 } from "@feeds/proto/feeds/notification/v1/webhook";
-import type { DestinationDoc, DestinationRepository } from "./destination-repository.js";
+import type { DestinationDoc, DestinationRepository, NewDestination } from "./destination-repository.js";
 import type { RecordDoc, RecordRepository } from "./record-repository.js";
 import { newSigningSecret } from "./signing.js";
 import { checkDestinationUrl, type Resolve } from "./url-policy.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const destinationToProto = (d: DestinationDoc) =>
+const destinationToProto = (d: Pick<DestinationDoc, "_id" | "url" | "events" | "created_at">) =>
   create(WebhookDestinationSchema, { id: d._id, url: d.url, events: d.events, createdAt: toTimestamp(d.created_at) });
 
 const recordToProto = (r: RecordDoc) =>
@@ -98,7 +98,7 @@ export function createWebhookService(deps: {
       const events = checkEvents(req.events);
       const url = await checkDestinationUrl(req.url, { allowPrivate: deps.allowPrivate, resolve: deps.resolve });
       const secret = newSigningSecret();
-      const doc: DestinationDoc = { _id: randomUUID(), tenant_id: tenantId, url, events, secret, created_at: new Date() };
+      const doc: NewDestination = { _id: randomUUID(), tenant_id: tenantId, url, events, secret, created_at: new Date() };
       await destinations.create(doc);
       return { destination: destinationToProto(doc), signingSecret: secret };
     },

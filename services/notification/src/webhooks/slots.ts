@@ -3,16 +3,17 @@
 // no free slot waits in line while the destination's attempts keep ending (a stall of `stallMs`
 // with none ending sends the whole line away) and the line is short enough to pass in
 // `lineWaitMs` at its pace (an attempt's time over its slots): a fast destination may queue many,
-// a slow one few.
+// a slow one few (and all lines together never longer than `maxWaiting`).
 // Otherwise the task is turned away at once and the caller defers it for `deferMs`, which books
 // the turned-away tasks of a busy destination one after another at that pace (at most two lines'
 // wait ahead), so that each comes back about when a slot frees instead of again and again.
+// Before any attempt of a key ended, its pace is at least the time its oldest attempt has run.
 
 export type TakeResult = "taken" | "full" | "stalled";
 
 export interface Slots {
-  /** Takes a slot of `key`; `stallMs` 0: only a free one, never waiting. */
-  take(key: string, stallMs: number): Promise<TakeResult>;
+  /** Takes a slot of `key`; `stallMs` 0: only a free one, never waiting. `onWait` runs if it joins the line. */
+  take(key: string, stallMs: number, onWait?: () => void): Promise<TakeResult>;
   /** Frees a slot of `key` whose attempt took `attemptMs`. */
   release(key: string, attemptMs: number): void;
   /** How long a task of `key` turned away as "full" should stay away (ms). */
@@ -26,6 +27,8 @@ interface Line {
   progress: number;
   /** Moving average of an attempt's duration (ms); 0 until one ended. */
   attemptMs: number;
+  /** When the line was made: its first attempt, still running while `attemptMs` is 0 (epoch ms). */
+  opened: number;
   /** Since when tasks wait without a break (epoch ms). */
   queuedSince: number;
   /** Until when tasks turned away are booked (epoch ms). */
@@ -36,8 +39,10 @@ interface Line {
 /** Shortest stay away, also while the pace is not known yet. */
 const MIN_DEFER_MS = 50;
 
-export function createSlots(perKey: number, lineWaitMs: number): Slots {
+export function createSlots(perKey: number, lineWaitMs: number, maxWaiting = Infinity): Slots {
   const lines = new Map<string, Line>();
+  /** Tasks waiting in every line. */
+  let waiting = 0;
   // The pace: an attempt's time over the slots. Of the destination alone, not of this process:
   // a process that is itself the bottleneck must not take its own slowness for the destination's.
   const gap = (line: Line) => line.attemptMs / perKey;
@@ -71,18 +76,23 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
   }
 
   return {
-    take(key, stallMs) {
+    take(key, stallMs, onWait) {
       let line = lines.get(key);
-      if (!line) lines.set(key, (line = { busy: 0, waiting: [], progress: Date.now(), attemptMs: 0, queuedSince: 0, booked: 0 }));
+      if (!line) lines.set(key, (line = { busy: 0, waiting: [], progress: Date.now(), attemptMs: 0, opened: Date.now(), queuedSince: 0, booked: 0 }));
       if (line.busy < perKey) {
         line.busy++;
         return Promise.resolve("taken");
       }
-      if (stallMs <= 0 || (line.waiting.length + 1) * gap(line) > lineWaitMs) return Promise.resolve("full");
+      if (stallMs <= 0 || waiting >= maxWaiting || (line.waiting.length + 1) * gap(line) > lineWaitMs) return Promise.resolve("full");
       const l = line;
       if (l.waiting.length === 0) l.queuedSince = Date.now();
       return new Promise<TakeResult>((resolve) => {
-        l.waiting.push(resolve);
+        waiting++;
+        l.waiting.push((r) => {
+          waiting--;
+          resolve(r);
+        });
+        onWait?.();
         watch(l, key, stallMs);
       });
     },
@@ -91,7 +101,8 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
       const line = lines.get(key);
       if (!line) return;
       const now = Date.now();
-      line.attemptMs = line.attemptMs === 0 ? attemptMs : line.attemptMs * 0.95 + attemptMs * 0.05;
+      const ms = Math.max(1, attemptMs);
+      line.attemptMs = line.attemptMs === 0 ? ms : line.attemptMs * 0.95 + ms * 0.05;
       line.progress = now;
       // The slot passes straight to the first in line.
       const next = line.waiting.shift();
@@ -105,10 +116,10 @@ export function createSlots(perKey: number, lineWaitMs: number): Slots {
 
     deferMs(key) {
       const line = lines.get(key);
-      if (!line || line.attemptMs === 0) return MIN_DEFER_MS;
+      if (!line) return MIN_DEFER_MS;
       const now = Date.now();
       // At most two lines' wait ahead: a pace misjudged high must not park tasks for long.
-      const step = gap(line);
+      const step = (line.attemptMs || now - line.opened) / perKey;
       line.booked = Math.min(now + 2 * lineWaitMs, Math.max(line.booked, now + line.waiting.length * step) + step);
       return Math.max(MIN_DEFER_MS, line.booked - now);
     },

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newTenant, type RawAnswer, type TestTenant } from "../support/api.js";
+import { startReplica } from "../support/replica.js";
 
 // Reaction kinds: at most 25 distinct kinds per activity (a kind counted 0 frees its slot, and
 // concurrent first reactions of new kinds through two replicas stop at exactly 25), and the
@@ -42,18 +43,7 @@ describe("reaction kinds", () => {
 
   beforeAll(async () => {
     // A second replica of every service (gateway, engagement, feed, ...) on the same namespace.
-    second = await startSystem({
-      env: {
-        MONGO_URL: inject("mongoUrl"),
-        NATS_URL: inject("natsUrl"),
-        REDIS_URL: inject("redisUrl"),
-        FEEDS_NAMESPACE: inject("namespace"),
-        FEEDS_MASTER_KEY: inject("masterKey"),
-        BUILD_VERSION: inject("buildVersion"),
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "warn",
-      },
-    });
+    second = await startReplica();
   });
   afterAll(async () => {
     await second?.stop();

@@ -2,8 +2,9 @@ import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newTenant, type TestTenant } from "../support/api.js";
+import { startReplica } from "../support/replica.js";
 import { until } from "../support/until.js";
 
 // Reactions through the gateway: one per user and kind, exact reaction_counts and version under
@@ -58,18 +59,7 @@ describe("reactions", () => {
       for await (const m of sub) events.push(JSON.parse(new TextDecoder().decode(m.data)));
     })();
     // A second replica of every service (gateway, engagement, feed, ...) on the same namespace.
-    second = await startSystem({
-      env: {
-        MONGO_URL: inject("mongoUrl"),
-        NATS_URL: inject("natsUrl"),
-        REDIS_URL: inject("redisUrl"),
-        FEEDS_NAMESPACE: inject("namespace"),
-        FEEDS_MASTER_KEY: inject("masterKey"),
-        BUILD_VERSION: inject("buildVersion"),
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "warn",
-      },
-    });
+    second = await startReplica();
   });
   afterAll(async () => {
     await second?.stop();

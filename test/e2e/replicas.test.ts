@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newTenant, staffToken } from "../support/api.js";
+import { startReplica } from "../support/replica.js";
 
 // A second gateway replica on the same namespace: rotation, suspension and revocation made
 // through one replica take effect on the other's very next request, caches warm on both.
@@ -10,18 +11,7 @@ describe("changes reach every gateway replica on the next request", () => {
   const url = () => second.url;
 
   beforeAll(async () => {
-    second = await startSystem({
-      env: {
-        MONGO_URL: inject("mongoUrl"),
-        NATS_URL: inject("natsUrl"),
-        REDIS_URL: inject("redisUrl"),
-        FEEDS_NAMESPACE: inject("namespace"),
-        FEEDS_MASTER_KEY: inject("masterKey"),
-        BUILD_VERSION: inject("buildVersion"),
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "warn",
-      },
-    });
+    second = await startReplica();
   });
   afterAll(async () => {
     await second?.stop();

@@ -18,6 +18,7 @@ declare module "vitest" {
     natsUrl: string;
     redisUrl: string;
     masterKey: string;
+    webhookKey: string;
     buildVersion: string;
     /** Split mode: each worker process (FEEDS_ROLE=worker) by worker name; empty otherwise. */
     workers: Record<string, { url: string; pid: number }>;
@@ -57,6 +58,7 @@ export async function startForProject(project: TestProject, split: boolean, work
   project.provide("natsUrl", infra.natsUrl);
   project.provide("redisUrl", infra.redisUrl);
   project.provide("masterKey", infra.env.FEEDS_MASTER_KEY);
+  project.provide("webhookKey", infra.env.FEEDS_WEBHOOK_KEY);
   project.provide("buildVersion", infra.env.BUILD_VERSION);
   project.provide("serviceUrls", system.urls);
   project.provide(

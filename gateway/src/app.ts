@@ -43,7 +43,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
     maxLatencyMs: config.OVERLOAD_MAX_LATENCY_MS,
     maxInFlight: config.OVERLOAD_MAX_IN_FLIGHT,
     maxQueueWaitMs: config.OVERLOAD_MAX_QUEUE_WAIT_MS,
-    queueTargetMs: config.OVERLOAD_QUEUE_TARGET_MS,
+    maxQueue: config.OVERLOAD_MAX_QUEUE,
     maxEventLoopDelayMs: config.OVERLOAD_MAX_EVENT_LOOP_DELAY_MS,
     maxHeapPercent: config.OVERLOAD_MAX_HEAP_PERCENT,
     retryAfterSeconds: config.OVERLOAD_RETRY_AFTER_SECONDS,

@@ -134,6 +134,15 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
       app.route({
         method: spec.method,
         url: spec.url,
+        // Under overload, shed as the request arrives: its body and caller cost nothing then.
+        ...(s.admission === "exempt"
+          ? {}
+          : {
+              onRequest: (_req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) => {
+                if (deps.overload.saturated()) return done(deps.overload.refusal());
+                done();
+              },
+            }),
         bodyLimit: spec.batch ? 5 * MiB : MiB,
         // Database commands the request causes are counted under its route (kit metrics).
         handler: (req, reply) => workScope.run({ work: `${spec.method} ${spec.url}` }, () => handle(req, reply)),

@@ -8,23 +8,25 @@ import { FeedsError } from "@feeds/kit";
 // once its body is read and its caller authenticated (a client that stalls its body, or sends no
 // valid credential, holds no slot), and the route's handler says when (define.ts). Each limit is
 // off at 0:
-// - `maxInFlight` requests execute at once; the next ones wait their turn in order, so a burst
-//   is served, not shed. A waiter is shed after `maxQueueWaitMs`, and while the oldest waiter
-//   has waited longer than `queueTargetMs` the queue is standing (arrivals outpace answers, not a
-//   burst) and new requests are shed at once, which keeps the wait of those served short;
+// - `maxInFlight` requests execute at once; up to `maxQueue` more wait their turn in order, so a
+//   burst is served, not shed. Past that a request is shed at once, and a waiter still waiting
+//   after `maxQueueWaitMs` is shed then: under sustained overload the queue stays full and short,
+//   so those served wait about `maxQueue` answers' time, not seconds;
 // - a route's standing latency: at least QUEUE of its requests have executed longer than
 //   `maxLatencyMs` (writes queued on the database while warm reads still answer in ms). Its new
 //   requests are shed while that holds, re-tested every window. Routes that are slow by design
 //   (batch imports, operator and admin) are not tested;
 // - the event loop's mean delay over the last window above `maxEventLoopDelayMs` (the process is
 //   too busy to read its sockets), or the V8 heap above `maxHeapPercent` of its limit.
-// Health, readiness and long-lived streams are never admitted here, so never shed.
+// A request that would be shed anyway (saturated) is shed as it arrives, before its body and
+// caller cost anything. Health, readiness and long-lived streams are never admitted here, so
+// never shed.
 
 export interface OverloadOptions {
   maxLatencyMs: number;
   maxInFlight: number;
   maxQueueWaitMs: number;
-  queueTargetMs: number;
+  maxQueue: number;
   maxEventLoopDelayMs: number;
   maxHeapPercent: number;
   retryAfterSeconds: number;
@@ -45,7 +47,6 @@ interface RouteState {
 }
 
 interface Waiter {
-  at: number;
   start(): void;
   timer: NodeJS.Timeout;
 }
@@ -102,13 +103,11 @@ export function createOverloadGuard(o: OverloadOptions) {
       const state = r;
       if (busy || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
       const full = o.maxInFlight > 0 && inFlight >= o.maxInFlight;
-      const oldest = waiters[0];
-      if (full && o.queueTargetMs > 0 && oldest && performance.now() - oldest.at > o.queueTargetMs) refuse();
+      if (full && waiters.length >= o.maxQueue) refuse();
       const id = seq++;
       if (full) {
         await new Promise<void>((resolve, reject) => {
           const w: Waiter = {
-            at: performance.now(),
             start: resolve,
             timer: setTimeout(() => {
               waiters.splice(waiters.indexOf(w), 1);
@@ -130,6 +129,15 @@ export function createOverloadGuard(o: OverloadOptions) {
         next();
       };
     },
+    /**
+     * Whether a request would be shed now whatever its route: the process is busy, or every slot
+     * and place in the queue is taken. Checked as a request arrives, before its body and caller,
+     * so that shedding under overload costs almost nothing; a request is still admitted only after
+     * both (`admit`), so connections that stall their bodies never fill the queue.
+     */
+    saturated: () => busy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight && waiters.length >= o.maxQueue),
+    /** The 429 of a request shed as it arrives (counted as shed). */
+    refusal: busyError,
     inFlight: () => inFlight,
     queued: () => waiters.length,
     shed: () => shed,

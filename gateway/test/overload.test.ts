@@ -5,7 +5,7 @@ import { createOverloadGuard, type OverloadGuard, type OverloadOptions } from ".
 
 // The overload guard alone: a burst past the in-flight limit waits its turn and is served; a
 // request is shed (429 RATE_LIMITED with the configured Retry-After) only when it waited too long,
-// when the queue is standing, when a route has a queue of slow requests, or when the process is
+// when the queue is full, when a route has a queue of slow requests, or when the process is
 // too busy (event loop, heap). The gateway admits a request after its body and its caller
 // (test/e2e/overload.test.ts shows that over HTTP).
 
@@ -14,7 +14,7 @@ const off: OverloadOptions = {
   maxLatencyMs: 0,
   maxInFlight: 0,
   maxQueueWaitMs: 10_000,
-  queueTargetMs: 0,
+  maxQueue: 1000,
   maxEventLoopDelayMs: 0,
   maxHeapPercent: 0,
   retryAfterSeconds: 2,
@@ -41,7 +41,7 @@ async function request(g: OverloadGuard, ms: number, route = "GET /v1/x", tested
 
 describe("overload guard", () => {
   it("serves a burst past the in-flight limit in turn, never more than the limit at once, none shed", async () => {
-    const g = make({ maxInFlight: 3, maxQueueWaitMs: 5000, queueTargetMs: 5000 });
+    const g = make({ maxInFlight: 3, maxQueueWaitMs: 5000, maxQueue: 9 });
     let most = 0;
     const watch = setInterval(() => (most = Math.max(most, g.inFlight())), 5);
     const answers = await Promise.all(Array.from({ length: 12 }, () => request(g, 60)));
@@ -50,6 +50,17 @@ describe("overload guard", () => {
     expect(most).toBe(3);
     expect(g.shed()).toBe(0);
     expect([g.inFlight(), g.queued()]).toEqual([0, 0]);
+  });
+
+  it("is saturated once every slot and place in the queue is taken, and not before", async () => {
+    const g = make({ maxInFlight: 1, maxQueue: 1 });
+    const holder = request(g, 200);
+    expect(g.saturated()).toBe(false);
+    const waiter = request(g, 0);
+    await sleep(10);
+    expect(g.saturated()).toBe(true);
+    expect(await Promise.all([holder, waiter])).toEqual(["ok", "ok"]);
+    expect(g.saturated()).toBe(false);
   });
 
   it("sheds a request that waited past maxQueueWaitMs, and frees its place in the queue", async () => {
@@ -63,17 +74,16 @@ describe("overload guard", () => {
     expect(await request(g, 0)).toBe("ok");
   });
 
-  it("sheds new requests at once while the oldest waiter has waited past queueTargetMs", async () => {
-    const g = make({ maxInFlight: 1, maxQueueWaitMs: 10_000, queueTargetMs: 50 });
+  it("sheds at once a request past maxQueue waiting ones, and queues again once the queue has room", async () => {
+    const g = make({ maxInFlight: 1, maxQueueWaitMs: 10_000, maxQueue: 2 });
     const holder = request(g, 300);
-    const waiter = request(g, 0);
-    await sleep(100);
+    const waiters = [request(g, 0), request(g, 0)];
+    await sleep(20);
     const t0 = Date.now();
     expect(await request(g, 0)).toBe("shed");
     expect(Date.now() - t0).toBeLessThan(50);
     expect(await holder).toBe("ok");
-    expect(await waiter).toBe("ok");
-    // The queue drained: a request is admitted again.
+    expect(await Promise.all(waiters)).toEqual(["ok", "ok"]);
     expect(await request(g, 0)).toBe("ok");
   });
 

@@ -125,9 +125,10 @@ export const configFields = z.object({
   OVERLOAD_MAX_IN_FLIGHT: z.coerce.number().int().min(0).default(32),
   // How long a request may wait for its turn (milliseconds) before it is shed.
   OVERLOAD_MAX_QUEUE_WAIT_MS: z.coerce.number().int().min(1).default(2000),
-  // While the oldest waiting request has waited longer than this (milliseconds), requests arrive
-  // faster than they are answered: new ones are shed at once instead of waiting.
-  OVERLOAD_QUEUE_TARGET_MS: z.coerce.number().int().min(0).default(500),
+  // Requests waiting their turn, per gateway process: past it a request is shed at once, so that
+  // under sustained overload those served wait about this many answers' time (a burst of up to
+  // OVERLOAD_MAX_IN_FLIGHT + this many at once is served whole).
+  OVERLOAD_MAX_QUEUE: z.coerce.number().int().min(0).default(64),
   // How long a route's requests may execute (milliseconds): once 8 of them have executed longer,
   // the route has a queue, and its new requests are shed until that clears.
   OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),

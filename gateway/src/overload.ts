@@ -10,8 +10,8 @@ import { FeedsError } from "@feeds/kit";
 // off at 0:
 // - `maxInFlight` requests execute at once; up to `maxQueue` more wait their turn in order, so a
 //   burst is served, not shed. Past that a request is shed at once, and a waiter still waiting
-//   after `maxQueueWaitMs` is shed then: under sustained overload the queue stays full and short,
-//   so those served wait about `maxQueue` answers' time, not seconds;
+//   after `maxQueueWaitMs` is shed then. Once the queue overflowed, no request waits until it has
+//   been quiet for a second: under sustained overload requests are served at once or shed;
 // - a route's standing latency: at least QUEUE of its requests have executed longer than
 //   `maxLatencyMs` (writes queued on the database while warm reads still answer in ms). Its new
 //   requests are shed while that holds, re-tested every window. Routes that are slow by design
@@ -39,6 +39,8 @@ export interface OverloadOptions {
  * waves of a few requests at a time keeps there.
  */
 const QUEUE = 8;
+/** How long after the queue overflowed (or a waiter timed out) requests are not queued. */
+const QUIET_MS = 1000;
 
 interface RouteState {
   queued: boolean;
@@ -82,6 +84,15 @@ export function createOverloadGuard(o: OverloadOptions) {
   const refuse = (): never => {
     throw busyError();
   };
+  // A queue that overflowed is standing, not a burst: arrivals outpace answers. Until it has been
+  // quiet for QUIET_MS no new request waits (each is served at once or shed), so the wait of
+  // those served stays short under sustained overload; a burst on a quiet process still queues.
+  let overflowedAt = -Infinity;
+  const queueRoom = () => (performance.now() - overflowedAt < QUIET_MS ? 0 : o.maxQueue);
+  const overflow = (): never => {
+    overflowedAt = performance.now();
+    return refuse();
+  };
 
   /** Hands a freed slot to the oldest waiter (the slot passes at once: no arrival takes it). */
   function next(): void {
@@ -103,7 +114,7 @@ export function createOverloadGuard(o: OverloadOptions) {
       const state = r;
       if (busy || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
       const full = o.maxInFlight > 0 && inFlight >= o.maxInFlight;
-      if (full && waiters.length >= o.maxQueue) refuse();
+      if (full && (waiters.length >= queueRoom() || waiters.length >= o.maxQueue)) overflow();
       const id = seq++;
       if (full) {
         await new Promise<void>((resolve, reject) => {
@@ -111,6 +122,7 @@ export function createOverloadGuard(o: OverloadOptions) {
             start: resolve,
             timer: setTimeout(() => {
               waiters.splice(waiters.indexOf(w), 1);
+              overflowedAt = performance.now();
               reject(busyError());
             }, o.maxQueueWaitMs),
           };
@@ -135,7 +147,7 @@ export function createOverloadGuard(o: OverloadOptions) {
      * so that shedding under overload costs almost nothing; a request is still admitted only after
      * both (`admit`), so connections that stall their bodies never fill the queue.
      */
-    saturated: () => busy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight && waiters.length >= o.maxQueue),
+    saturated: () => busy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight && waiters.length >= Math.min(queueRoom(), o.maxQueue)),
     /** The 429 of a request shed as it arrives (counted as shed). */
     refusal: busyError,
     inFlight: () => inFlight,

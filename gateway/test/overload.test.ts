@@ -52,6 +52,25 @@ describe("overload guard", () => {
     expect([g.inFlight(), g.queued()]).toEqual([0, 0]);
   });
 
+  it("queues no request for a second after the queue overflowed (a standing queue), then queues again", async () => {
+    const g = make({ maxInFlight: 1, maxQueueWaitMs: 300, maxQueue: 2 });
+    const holder = request(g, 1600);
+    const waiters = [request(g, 0), request(g, 0)];
+    await sleep(20);
+    expect(await request(g, 0)).toBe("shed"); // the queue overflows
+    expect(await Promise.all(waiters)).toEqual(["shed", "shed"]); // and its waiters time out
+    // The queue has room again, but it overflowed under a second ago: shed at once, no wait.
+    const t0 = Date.now();
+    expect(await request(g, 0)).toBe("shed");
+    expect(Date.now() - t0).toBeLessThan(50);
+    await sleep(1100);
+    const queued = request(g, 0);
+    await sleep(20);
+    expect(g.queued()).toBe(1);
+    expect(await holder).toBe("ok");
+    expect(await queued).toBe("ok");
+  });
+
   it("is saturated once every slot and place in the queue is taken, and not before", async () => {
     const g = make({ maxInFlight: 1, maxQueue: 1 });
     const holder = request(g, 200);

@@ -69,19 +69,22 @@ export function createCredentialStore(deps: { tenancy: Pick<Client<typeof Tenanc
     throw internal(new Error(`version stamp of ${apiKey} keeps disappearing`));
   }
 
+  /** The answer memory holds for a kid (a credential, or null for none), or undefined: look it up. */
+  function fromMemory(apiKey: string): Credential | null | undefined {
+    if (!isApiKey(apiKey)) return null;
+    const hit = known.get(apiKey);
+    if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return hit.cred;
+    if ((unknown.get(apiKey) ?? 0) > Date.now()) return null;
+    return undefined;
+  }
+
   return {
     /** Whether `get` answers this kid from memory, without a lookup. */
-    answersFromMemory(apiKey: string): boolean {
-      if (!isApiKey(apiKey)) return true;
-      const hit = known.get(apiKey);
-      return (hit !== undefined && Date.now() - hit.at < CREDENTIAL_TTL_MS) || (unknown.get(apiKey) ?? 0) > Date.now();
-    },
+    answersFromMemory: (apiKey: string): boolean => fromMemory(apiKey) !== undefined,
     /** The credential of a kid, or null when no tenant has it. */
     get(apiKey: string): Promise<Credential | null> {
-      if (!isApiKey(apiKey)) return Promise.resolve(null);
-      const hit = known.get(apiKey);
-      if (hit && Date.now() - hit.at < CREDENTIAL_TTL_MS) return Promise.resolve(hit.cred);
-      if ((unknown.get(apiKey) ?? 0) > Date.now()) return Promise.resolve(null);
+      const remembered = fromMemory(apiKey);
+      if (remembered !== undefined) return Promise.resolve(remembered);
       // One lookup at a time per kid: a burst naming the same kid shares it.
       let p = pending.get(apiKey);
       if (!p) {

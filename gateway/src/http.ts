@@ -12,12 +12,17 @@ const WIRE_MESSAGES: Partial<Record<ErrorCode, string>> = {
   FORBIDDEN: "not allowed",
 };
 
+/** The interface's error envelope (section 7) of `err`. */
+function envelopeOf(requestId: string, err: FeedsError): { error: Record<string, unknown> } {
+  const error: Record<string, unknown> = { code: err.code, message: WIRE_MESSAGES[err.code] ?? err.message, requestId };
+  if (err.code === "VALIDATION_FAILED") error.fields = err.fields;
+  return { error };
+}
+
 /** Sends the interface's error envelope (section 7). */
 export function sendError(reply: FastifyReply, requestId: string, err: FeedsError): FastifyReply {
   if (err.code === "RATE_LIMITED") reply.header("retry-after", String(err.retryAfterSeconds ?? 1));
-  const error: Record<string, unknown> = { code: err.code, message: WIRE_MESSAGES[err.code] ?? err.message, requestId };
-  if (err.code === "VALIDATION_FAILED") error.fields = err.fields;
-  return reply.code(err.status).send({ error });
+  return reply.code(err.status).send(envelopeOf(requestId, err));
 }
 
 /** Any thrown value → FeedsError: ours as is, RPC errors by the one table, Fastify 4xx as
@@ -127,7 +132,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Socket, lo
   log.info({ requestId, code: err.code, reason: message }, "client error");
   const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
   if (socket.writable && !started) {
-    const body = JSON.stringify({ error: { code: "VALIDATION_FAILED", message, requestId, fields: [{ path: "", message }] } });
+    const body = JSON.stringify(envelopeOf(requestId, validationFailed([{ path: "", message }], message)));
     socket.write(
       `HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-type: application/json; charset=utf-8\r\n` +
         `content-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n\r\n${body}`,

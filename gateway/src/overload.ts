@@ -89,6 +89,8 @@ export function createOverloadGuard(o: OverloadOptions) {
   // those served stays short under sustained overload; a burst on a quiet process still queues.
   let overflowedAt = -Infinity;
   const queueRoom = () => (performance.now() - overflowedAt < QUIET_MS ? 0 : o.maxQueue);
+  const slotsTaken = () => o.maxInFlight > 0 && inFlight >= o.maxInFlight;
+  const queueFull = () => waiters.length >= queueRoom();
   const overflow = (): never => {
     overflowedAt = performance.now();
     return refuse();
@@ -113,8 +115,8 @@ export function createOverloadGuard(o: OverloadOptions) {
       if (!r) routes.set(route, (r = { queued: false, started: new Map() }));
       const state = r;
       if (busy || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
-      const full = o.maxInFlight > 0 && inFlight >= o.maxInFlight;
-      if (full && (waiters.length >= queueRoom() || waiters.length >= o.maxQueue)) overflow();
+      const full = slotsTaken();
+      if (full && queueFull()) overflow();
       const id = seq++;
       if (full) {
         await new Promise<void>((resolve, reject) => {
@@ -147,7 +149,7 @@ export function createOverloadGuard(o: OverloadOptions) {
      * so that shedding under overload costs almost nothing; a request is still admitted only after
      * both (`admit`), so connections that stall their bodies never fill the queue.
      */
-    saturated: () => busy || (o.maxInFlight > 0 && inFlight >= o.maxInFlight && waiters.length >= Math.min(queueRoom(), o.maxQueue)),
+    saturated: () => busy || (slotsTaken() && queueFull()),
     /** The 429 of a request shed as it arrives (counted as shed). */
     refusal: busyError,
     inFlight: () => inFlight,

@@ -176,8 +176,8 @@ export { requestLimits } from "@feeds/sdk";
 /** Fixed bounds the services hold whatever the deployment; docs/limits.md lists each for users. */
 export const limits = {
   /** Comment blocklist: terms, characters of one term once trimmed, words across all terms. */
-  blocklistTerms: 1000,
-  blocklistTermChars: 100,
+  blocklistTerms: requestLimits.blocklistTerms,
+  blocklistTermChars: requestLimits.blocklistTermChars,
   blocklistWords: 5000,
   /** Distinct reaction kinds one activity may carry; also the most kinds a tenant may declare. */
   reactionKindsPerActivity: requestLimits.reactionKinds,

@@ -19,4 +19,7 @@ export const requestLimits = {
   patchSetBytes: 64 * 1024,
   /** Kinds a tenant may declare (`PUT /v1/reactions/kinds`): the distinct kinds one activity may carry. */
   reactionKinds: 25,
+  /** Terms of a comment blocklist, and characters of one term once trimmed. */
+  blocklistTerms: 1000,
+  blocklistTermChars: 100,
 } as const;

@@ -13,8 +13,8 @@ export const isEngagementId = (id: string): boolean => uuidPattern.test(id);
 /** Comment text: 1..5000 characters, not only whitespace. */
 export const MAX_COMMENT_TEXT = 5000;
 /** Blocklist: at most 1000 terms, each 1..100 characters once trimmed. */
-export const MAX_BLOCKLIST_TERMS = 1000;
-export const MAX_BLOCKLIST_TERM = 100;
+const MAX_BLOCKLIST_TERMS = requestLimits.blocklistTerms;
+const MAX_BLOCKLIST_TERM = requestLimits.blocklistTermChars;
 
 const RESERVED_KINDS = new Set(["__proto__", "constructor", "prototype"]);
 /** A reaction kind is a key of `reaction_counts`: 1..64 of letters, digits, `_` and `-`. */

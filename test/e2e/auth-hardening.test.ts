@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { envelope, http, newIp, newOperator, newTenant, staffToken, type RawAnswer, type TestTenant } from "../support/api.js";
+import { envelope, http, namespaceKeys, newIp, newOperator, newTenant, staffToken, type RawAnswer, type TestTenant } from "../support/api.js";
 
 // Issue 8, items 2 to 6: what the edge does with hostile or misplaced credentials.
 
@@ -18,17 +18,6 @@ beforeAll(async () => {
 });
 afterAll(() => redis.disconnect());
 
-/** Every key of this run's namespace. */
-async function namespaceKeys(): Promise<Set<string>> {
-  const keys = new Set<string>();
-  let cursor = "0";
-  do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", `${inject("namespace")}:*`, "COUNT", 1000);
-    for (const k of batch) keys.add(k);
-    cursor = next;
-  } while (cursor !== "0");
-  return keys;
-}
 
 describe("unknown kids", () => {
   it("a flood of unknown kids, random or repeated, well-shaped or not, answers 401 (429 once the address spent its budget) and leaves no Redis key but the address's count", async () => {
@@ -44,14 +33,14 @@ describe("unknown kids", () => {
       "x".repeat(128),
     ];
     const ip = newIp();
-    const before = await namespaceKeys();
+    const before = new Set(await namespaceKeys(redis));
     const answers = await Promise.all(
       kids.map(async (kid) => http("GET", "/v1/users/u1", { token: await sign(t, { server: true, iat: now() }, kid), ip })),
     );
     // Concurrent: how many are checked before the first failures are counted varies.
     expect(answers.filter((a) => a.status !== 401 && a.status !== 429)).toEqual([]);
     expect(answers.filter((a) => a.status === 401).length).toBeGreaterThanOrEqual(60);
-    const added = [...(await namespaceKeys())].filter((k) => !before.has(k));
+    const added = (await namespaceKeys(redis)).filter((k) => !before.has(k));
     expect(added.every((k) => k.startsWith(`${inject("namespace")}:rl:authfail:${ip}:`)), added.join(", ")).toBe(true);
     // The tenant's own credential still works (and is then stamped).
     expect((await http("GET", "/v1/users/u1", { token: await t.server() })).status).toBe(404);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { http, newTenant } from "../support/api.js";
+import { http, namespaceKeys, newTenant } from "../support/api.js";
 import { scrape, total } from "../support/metrics.js";
 
 // Requests anyone may send at any rate must cost the same however many are sent: readiness is
@@ -16,17 +16,10 @@ beforeAll(async () => {
 });
 afterAll(() => redis.disconnect());
 
-/** Every key of this run's namespace that names one of `feeds` (`group/id`). */
+/** Every key of this run's namespace that names the tenant and one of `feeds` (`group/id`). */
 async function feedKeys(tenantId: string, feeds: string[]): Promise<string[]> {
   const ids = feeds.map((f) => f.split("/")[1] as string);
-  const keys: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, batch] = await redis.scan(cursor, "MATCH", `${inject("namespace")}:*${tenantId}*`, "COUNT", 1000);
-    keys.push(...batch.filter((k) => ids.some((id) => k.includes(id))));
-    cursor = next;
-  } while (cursor !== "0");
-  return keys;
+  return (await namespaceKeys(redis, `*${tenantId}*`)).filter((k) => ids.some((id) => k.includes(id)));
 }
 
 describe("health routes", () => {

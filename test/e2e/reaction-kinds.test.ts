@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningSystem } from "../../scripts/lib/system.mjs";
-import { envelope, http, newTenant, type RawAnswer, type TestTenant } from "../support/api.js";
+import { envelope, http, type RawAnswer, react, tenantWithActivity } from "../support/api.js";
 import { startReplica } from "../support/replica.js";
 
 // Reaction kinds: at most 25 distinct kinds per activity (a kind counted 0 frees its slot, and
@@ -11,16 +11,6 @@ import { startReplica } from "../support/replica.js";
 const BOUND = 25;
 const kindsOf = (n: number, prefix = "k") => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
-async function setUp(): Promise<{ t: TestTenant; server: string; activity: { id: string } }> {
-  const t = await newTenant();
-  const server = await t.server();
-  const res = await http("POST", "/v1/feeds/user/owner/activities", { token: server, body: { actor: "user:owner", verb: "post", object: "note:1" } });
-  expect(res.status).toBe(201);
-  return { t, server, activity: res.body };
-}
-
-const react = (token: string, activityId: string, body: unknown, url?: string) =>
-  http("POST", `/v1/activities/${activityId}/reactions`, { token, body, url });
 const countsOf = async (token: string, id: string): Promise<Record<string, number>> =>
   (await http("GET", `/v1/activities/${id}`, { token })).body.reaction_counts;
 const putKinds = (token: string, body: unknown, url?: string) => http("PUT", "/v1/reactions/kinds", { token, body, url });
@@ -50,7 +40,7 @@ describe("reaction kinds", () => {
   });
 
   it(`an activity carries at most ${BOUND} kinds: a new kind past them answers 400 on kind, more of a carried kind 201`, async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     await reactAll(server, activity.id, kindsOf(BOUND));
     expectRefused(await react(server, activity.id, { kind: "one-more", user_id: "u" }), "kind");
     const fan = await t.user("fan");
@@ -66,7 +56,7 @@ describe("reaction kinds", () => {
   });
 
   it("a kind whose count falls to 0 leaves reaction_counts and frees its slot", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     await reactAll(server, activity.id, kindsOf(BOUND));
     const fan = await t.user("fan");
     expect((await react(fan, activity.id, { kind: "k3" })).status).toBe(201);
@@ -83,7 +73,7 @@ describe("reaction kinds", () => {
   });
 
   it(`concurrent first reactions of new kinds through two replicas: exactly ${BOUND} kinds, the rest 400`, async () => {
-    const { server, activity } = await setUp();
+    const { server, activity } = await tenantWithActivity();
     await reactAll(server, activity.id, kindsOf(BOUND - 5));
     const fresh = kindsOf(20, "new");
     const answers = await Promise.all(
@@ -101,7 +91,7 @@ describe("reaction kinds", () => {
   });
 
   it("PUT /v1/reactions/kinds: server tokens only; a list of at most 25 valid kinds without duplicates, each problem named", async () => {
-    const { t, server } = await setUp();
+    const { t, server } = await tenantWithActivity();
     const fan = await t.user("fan");
     expect((await putKinds(fan, { kinds: ["like"] })).status).toBe(403);
     expect((await http("GET", "/v1/reactions/kinds", { token: fan })).status).toBe(403);
@@ -119,7 +109,7 @@ describe("reaction kinds", () => {
   });
 
   it("declared kinds: a kind outside them answers 400 on kind at once on either replica; inside 201; clearing restores any kind", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     // Both replicas react first: whatever they cached (no list) must not outlive the PUT.
     expect((await react(fan, activity.id, { kind: "wow" })).status).toBe(201);
@@ -138,7 +128,7 @@ describe("reaction kinds", () => {
       expect((await http("GET", "/v1/reactions/kinds", { token: server, url })).body).toEqual({ kinds: ["love", "like"] });
     }
     // Another tenant is not bound by this one's list.
-    const other = await setUp();
+    const other = await tenantWithActivity();
     expect((await react(other.server, other.activity.id, { kind: "clap", user_id: "u" })).status).toBe(201);
     // A new list replaces the old one at once, and an empty list clears it.
     expect((await putKinds(server, { kinds: ["clap"] }, second.url)).status).toBe(200);

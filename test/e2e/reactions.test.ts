@@ -3,7 +3,7 @@ import { MongoClient } from "mongodb";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { RunningSystem } from "../../scripts/lib/system.mjs";
-import { envelope, http, newTenant, type TestTenant } from "../support/api.js";
+import { envelope, http, react, tenantWithActivity } from "../support/api.js";
 import { startReplica } from "../support/replica.js";
 import { until } from "../support/until.js";
 
@@ -14,18 +14,6 @@ import { until } from "../support/until.js";
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
-/** A tenant, its server token, and an activity by `user:owner` on `user:owner`. */
-async function setUp(): Promise<{ t: TestTenant; server: string; activity: any }> {
-  const t = await newTenant();
-  const server = await t.server();
-  const res = await http("POST", "/v1/feeds/user/owner/activities", { token: server, body: { actor: "user:owner", verb: "post", object: "note:1" } });
-  expect(res.status).toBe(201);
-  return { t, server, activity: res.body };
-}
-
-const react = (token: string, activityId: string, body: unknown, url?: string) =>
-  http("POST", `/v1/activities/${activityId}/reactions`, { token, body, url });
 const unreact = (token: string, activityId: string, kind: string, query = "", url?: string) =>
   http("DELETE", `/v1/activities/${activityId}/reactions/${kind}${query}`, { token, url });
 const activityOf = async (token: string, id: string, url?: string) => (await http("GET", `/v1/activities/${id}`, { token, url })).body;
@@ -67,7 +55,7 @@ describe("reactions", () => {
   });
 
   it("the same reaction twice: 201 then 200 with the same reaction; counts and version move once, before the answer", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     const first = await react(fan, activity.id, { kind: "like" });
     expect(first.status).toBe(201);
@@ -89,7 +77,7 @@ describe("reactions", () => {
   });
 
   it("who reacts: server tokens must name user_id (400 naming it), user tokens act as themselves (another user_id: 403); kind is checked", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const missing = await react(server, activity.id, { kind: "like" });
     expect(missing.status).toBe(400);
     expect(envelope(missing)).toMatchObject({ code: "VALIDATION_FAILED", fields: [{ path: "user_id" }] });
@@ -106,7 +94,7 @@ describe("reactions", () => {
   });
 
   it("50 concurrent reactions by 50 users through two replicas leave exact reaction_counts and version; so do concurrent removals and reactions", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const tokens = await Promise.all(Array.from({ length: 60 }, (_, i) => t.user(`u${i}`)));
     // Every other call goes through the second replica (its own gateway, engagement and feed).
     const at = (i: number) => (i % 2 ? second.url : undefined);
@@ -129,7 +117,7 @@ describe("reactions", () => {
   });
 
   it("remove by kind: 204, then 404 when there is none; server tokens name ?user_id=", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     await react(fan, activity.id, { kind: "like" });
     await react(server, activity.id, { kind: "like", user_id: "other" });
@@ -147,7 +135,7 @@ describe("reactions", () => {
   });
 
   it("remove by id (compatibility route): user tokens only their own, server tokens any; 404 when unknown", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const [fan, other] = await Promise.all([t.user("fan"), t.user("other")]);
     const mine = (await react(fan, activity.id, { kind: "like" })).body;
     const theirs = (await react(other, activity.id, { kind: "like" })).body;
@@ -159,13 +147,13 @@ describe("reactions", () => {
     expect((await http("DELETE", "/v1/reactions/not-a-uuid", { token: server })).status).toBe(404);
     expect(await activityOf(server, activity.id)).toMatchObject({ reaction_counts: {}, version: 5 });
     // Another tenant's reaction is not found.
-    const elsewhere = await setUp();
+    const elsewhere = await tenantWithActivity();
     const foreign = (await react(elsewhere.server, elsewhere.activity.id, { kind: "like", user_id: "fan" })).body;
     expect((await http("DELETE", `/v1/reactions/${foreign.id}`, { token: server })).status).toBe(404);
   });
 
   it("lists by activity and kind, newest first, in pages that join without loss or repeats", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const made: any[] = [];
     for (let i = 0; i < 13; i++) {
       made.push((await react(server, activity.id, { kind: i % 3 ? "like" : "wow", user_id: `u${i}` })).body);
@@ -186,7 +174,7 @@ describe("reactions", () => {
   });
 
   it("reactions on a deleted or missing activity answer 404", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     const r = (await react(fan, activity.id, { kind: "like" })).body;
     expect((await http("DELETE", `/v1/activities/${activity.id}`, { token: server })).status).toBe(204);
@@ -206,7 +194,7 @@ describe("reactions", () => {
   });
 
   it("own_reactions on the feed read and the activity read follow react and unreact at once", async () => {
-    const { t, activity } = await setUp();
+    const { t, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     const own = async () => {
       const feed = await http("GET", "/v1/feeds/user/owner", { token: fan });
@@ -229,7 +217,7 @@ describe("reactions", () => {
   });
 
   it("a writer that died between the reaction write and the count update: the outbox relay recounts, then publishes its event", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     await react(await t.user("fan"), activity.id, { kind: "like" });
     expect(await activityOf(server, activity.id)).toMatchObject({ reaction_counts: { like: 1 }, version: 2 });
     // What a writer leaves when it dies after storing its reaction: the reaction and the outbox
@@ -261,7 +249,7 @@ describe("reactions", () => {
   });
 
   it("a count update that failed in a live writer leaves a recount mark: the relay recounts from the records", async () => {
-    const { t, server, activity } = await setUp();
+    const { t, server, activity } = await tenantWithActivity();
     await react(await t.user("fan"), activity.id, { kind: "like" });
     const mongo = new MongoClient(inject("mongoUrl"));
     try {
@@ -289,7 +277,7 @@ describe("reactions", () => {
   });
 
   it("publishes reaction.added and reaction.deleted with the Reaction as data and routing meta", async () => {
-    const { t, activity } = await setUp();
+    const { t, activity } = await tenantWithActivity();
     const fan = await t.user("fan");
     const added = (await react(fan, activity.id, { kind: "like" })).body;
     await react(fan, activity.id, { kind: "like" }); // the existing one: no second event

@@ -177,3 +177,28 @@ export async function queueDrained(queue: "fanout" | "notify" | "webhooks", opts
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** A tenant, its server token, and an activity by `user:owner` on `user:owner` (the reaction tests' start). */
+export async function tenantWithActivity(): Promise<{ t: TestTenant; server: string; activity: any }> {
+  const t = await newTenant();
+  const server = await t.server();
+  const res = await http("POST", "/v1/feeds/user/owner/activities", { token: server, body: { actor: "user:owner", verb: "post", object: "note:1" } });
+  if (res.status !== 201) throw new Error(`post the activity: ${res.status} ${JSON.stringify(res.body)}`);
+  return { t, server, activity: res.body };
+}
+
+/** `POST /v1/activities/{id}/reactions`, on the shared system or the one at `url`. */
+export const react = (token: string, activityId: string, body: unknown, url?: string) =>
+  http("POST", `/v1/activities/${activityId}/reactions`, { token, body, ...(url ? { url } : {}) });
+
+/** Every key of this run's namespace that matches `pattern` after `<namespace>:` (SCAN, never KEYS). */
+export async function namespaceKeys(redis: Redis, pattern = "*"): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, batch] = await redis.scan(cursor, "MATCH", `${inject("namespace")}:${pattern}`, "COUNT", 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== "0");
+  return keys;
+}

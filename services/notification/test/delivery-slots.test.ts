@@ -1,6 +1,4 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
@@ -10,6 +8,7 @@ import { createPost } from "../src/webhooks/post.js";
 import { createWebhookPublisher } from "../src/webhooks/publisher.js";
 import { createRecordRepository } from "../src/webhooks/record-repository.js";
 import { createSecretBox } from "../src/webhooks/secret-box.js";
+import { startLocalReceiver, type LocalReceiver } from "./local-receiver.js";
 
 // One dead destination must not take the delivery worker's attempts from the others: with 4
 // attempts in flight in all and 2 per destination, a burst to a destination that never answers
@@ -20,24 +19,20 @@ const ATTEMPT_MS = 3000;
 
 describe("per-destination attempt slots", () => {
   const env = createTestEnv("webhook_slots", { db: true, redis: true, nats: { queues: ["webhooks"] } });
-  let server: Server;
-  const sockets = new Set<Socket>();
+  let receiver: LocalReceiver | undefined;
   const live: number[] = [];
 
   beforeAll(async () => {
     await env.open();
-    server = createServer((req, res) => {
+    receiver = await startLocalReceiver((req, res) => {
       req.resume();
       // /dead never answers; /live answers at once.
       if (req.url === "/live") req.on("end", () => (live.push(Date.now()), res.writeHead(200).end()));
     });
-    server.on("connection", (s) => (sockets.add(s), s.on("close", () => sockets.delete(s))));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   });
 
   afterAll(async () => {
-    for (const s of sockets) s.destroy();
-    server?.close();
+    receiver?.close();
     await env.close();
   });
 
@@ -45,7 +40,8 @@ describe("per-destination attempt slots", () => {
     const { db, redis, nats } = env;
     const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)));
     const records = createRecordRepository(db, redis);
-    const port = (server.address() as AddressInfo).port;
+    if (!receiver) throw new Error("the receiver did not start");
+    const { port } = receiver;
     const tenant = "t-slots";
     for (const path of ["/dead", "/live"]) {
       await destinations.create({ _id: randomUUID(), tenant_id: tenant, url: `http://127.0.0.1:${port}${path}`, events: [], secret: "whsec_AAAAAAAA", created_at: new Date() });

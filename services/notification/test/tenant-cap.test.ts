@@ -1,6 +1,4 @@
 import { randomBytes, randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newEvent } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
@@ -10,6 +8,7 @@ import { createPost } from "../src/webhooks/post.js";
 import { createWebhookPublisher } from "../src/webhooks/publisher.js";
 import { createRecordRepository, type RecordDoc } from "../src/webhooks/record-repository.js";
 import { createSecretBox } from "../src/webhooks/secret-box.js";
+import { startLocalReceiver, type LocalReceiver } from "./local-receiver.js";
 
 // A tenant's backlog larger than the whole worker must not hold the worker: with 4 tasks at once
 // and 2 deliveries in flight per tenant (small on purpose, so that 12 slow deliveries outnumber
@@ -21,8 +20,7 @@ const SLOW_MS = 600;
 
 describe("deliveries in flight per tenant", () => {
   const env = createTestEnv("webhook_tenant_cap", { db: true, redis: true, nats: { queues: ["webhooks"] } });
-  let server: Server;
-  const sockets = new Set<Socket>();
+  let receiver: LocalReceiver | undefined;
   let open = 0;
   let peak = 0;
   const slow: string[] = [];
@@ -30,7 +28,7 @@ describe("deliveries in flight per tenant", () => {
 
   beforeAll(async () => {
     await env.open();
-    server = createServer((req, res) => {
+    receiver = await startLocalReceiver((req, res) => {
       req.resume();
       req.on("end", () => {
         if (req.url === "/fast") return void (fast.push(Date.now()), res.writeHead(200).end());
@@ -43,13 +41,10 @@ describe("deliveries in flight per tenant", () => {
         }, SLOW_MS);
       });
     });
-    server.on("connection", (s) => (sockets.add(s), s.on("close", () => sockets.delete(s))));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   });
 
   afterAll(async () => {
-    for (const s of sockets) s.destroy();
-    server?.close();
+    receiver?.close();
     await env.close();
   });
 
@@ -58,7 +53,8 @@ describe("deliveries in flight per tenant", () => {
     const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)));
     const records = createRecordRepository(db, redis);
     await records.ensureIndexes();
-    const port = (server.address() as AddressInfo).port;
+    if (!receiver) throw new Error("the receiver did not start");
+    const { port } = receiver;
     const [busy, other] = [`t-busy-${randomBytes(3).toString("hex")}`, `t-other-${randomBytes(3).toString("hex")}`];
     for (const path of ["/slow-1", "/slow-2", "/slow-3"]) {
       await destinations.create({ _id: randomUUID(), tenant_id: busy, url: `http://127.0.0.1:${port}${path}`, events: [], secret: "whsec_AAAAAAAA", created_at: new Date() });

@@ -22,6 +22,7 @@ export * from "./read-cache.js";
 export * from "./insert-batcher.js";
 export * from "./json-path.js";
 export * from "./events.js";
+export * from "./outbox.js";
 export * from "./queue-worker.js";
 export * from "./metrics.js";
 export * from "./tenant-labels.js";

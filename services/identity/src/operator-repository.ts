@@ -38,7 +38,11 @@ export interface SessionDoc {
 export interface TeamDoc extends OutboxFields {
   _id: string; // tenant id
   active_owners: number;
-  /** Ids of the owner gains counted in (a replay of one matches nothing). */
+  /**
+   * Ids of the changes whose effect the count holds: owner gains (kept for a while, so a replay of
+   * one matches nothing) and owner losses (until the loss is carried out and its change cleared,
+   * or given back).
+   */
   applied?: string[];
 }
 
@@ -56,6 +60,11 @@ export const TEAMS = "operator_teams";
 
 /** Reads leave out the bookkeeping (pending changes, marks). */
 const PUBLIC = { projection: { outbox: 0, outbox_pending: 0, team_changes: 0 } };
+/** The same for a document a write answered (no projection there). */
+function publicOf(d: StoredOperator): OperatorDoc {
+  const { outbox: _o, outbox_pending: _p, team_changes: _t, ...rest } = d;
+  return rest;
+}
 
 /** What a pending change adds to an update (`outbox.forUpdate`). */
 export type PendingUpdate = { $push: { outbox: PendingChange }; $set: { outbox_pending: true } };
@@ -155,7 +164,7 @@ export function createOperatorRepository(db: Db) {
         where.team_changes = { $nin: [opts.loss, voided(opts.loss)] };
         update.$push = { team_changes: { $each: [opts.loss], $slice: -KEEP_IDS } };
       }
-      return operators.findOneAndUpdate(where, update, { returnDocument: "after", ...PUBLIC });
+      return operators.findOneAndUpdate(where, update, { returnDocument: "after" }).then((d) => d && publicOf(d));
     },
 
     /**
@@ -163,16 +172,24 @@ export function createOperatorRepository(db: Db) {
      * pending change (the loss it is for) is recorded in the same update. False: the last one.
      */
     async takeOwner(tenantId: string, pending: PendingUpdate): Promise<boolean> {
-      const take = () => teams.updateOne({ _id: tenantId, active_owners: { $gt: 1 } }, { $inc: { active_owners: -1 }, ...pending });
+      const changeId = pending.$push.outbox.id;
+      const take = () =>
+        teams.updateOne(
+          { _id: tenantId, active_owners: { $gt: 1 } },
+          { $inc: { active_owners: -1 }, $push: { ...pending.$push, applied: { $each: [changeId], $slice: -KEEP_IDS } }, $set: pending.$set },
+        );
       const r = await take();
       if (r.matchedCount === 1) return true;
       if (await teamExists(tenantId)) return false;
       await countTeam(tenantId);
       return (await take()).matchedCount === 1;
     },
-    /** Gives back what `takeOwner` took for change `changeId`, once: with the change, while it is pending. */
+    /**
+     * Gives back what `takeOwner` took for change `changeId`, once: while its id is applied (the
+     * change's clear removes it, after which the loss stands).
+     */
     async giveBackOwner(tenantId: string, changeId: string): Promise<void> {
-      await teams.updateOne({ _id: tenantId, "outbox.id": changeId }, { $inc: { active_owners: 1 }, $pull: { outbox: { id: changeId } } });
+      await teams.updateOne({ _id: tenantId, applied: changeId }, { $inc: { active_owners: 1 }, $pull: { applied: changeId } });
     },
     /** Adds the owner gained by change `changeId` to the count, once (the writer and the relay alike). */
     async addOwner(tenantId: string, changeId: string): Promise<void> {

@@ -25,6 +25,13 @@ const MAX_ATTEMPTS = 5;
 
 type TeamChangeData = { kind: "owner_gained"; tenant: string; operator: string } | { kind: "owner_lost"; tenant: string; operator: string };
 
+/** The pending change of an owner loss: its clear removes its id from the count's applied list (from then on the loss stands). */
+export const lossChange = (outbox: Outbox, tenant: string, operator: string): PendingChange =>
+  outbox.change([], { targets: [{ collection: TEAMS, id: tenant }], data: { kind: "owner_lost", tenant, operator } });
+/** The pending change of an owner gain (its id stays in the count's applied list: a replay matches nothing). */
+export const gainChange = (outbox: Outbox, tenant: string, operator: string): PendingChange =>
+  outbox.change([], { data: { kind: "owner_gained", tenant, operator } });
+
 /** The operator as it was read: a conditional update goes through only while this still holds. */
 function sameState(d: OperatorDoc): Filter<OperatorDoc> {
   return { tenant_id: d.tenant_id, role: d.role, status: d.status, password_hash: d.password_hash === null ? null : { $ne: null } };
@@ -57,13 +64,13 @@ export function createTeam(deps: { operators: OperatorRepository; outbox: Outbox
     if (!tenant || was === will) return operators.updateIf(target._id, where, set);
 
     if (will) {
-      const change = outbox.change([], { data: { kind: "owner_gained", tenant, operator: target._id } });
+      const change = gainChange(outbox, tenant, target._id);
       const updated = await operators.updateIf(target._id, where, set, { gain: outbox.forUpdate(change) });
       if (updated) await countGain(target._id, tenant, change);
       return updated;
     }
 
-    const change = outbox.change([], { data: { kind: "owner_lost", tenant, operator: target._id } });
+    const change = lossChange(outbox, tenant, target._id);
     if (!(await operators.takeOwner(tenant, outbox.forUpdate(change)))) {
       // The count has one left: the target's loss would take it, unless the target is no
       // longer what was read (its loss came first): then the caller decides again.
@@ -80,6 +87,7 @@ export function createTeam(deps: { operators: OperatorRepository; outbox: Outbox
     }
     if (!updated) {
       await operators.giveBackOwner(tenant, change.id);
+      outbox.discard(TEAMS, tenant, change);
       return null;
     }
     outbox.discard(TEAMS, tenant, change);

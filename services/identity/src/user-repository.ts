@@ -72,7 +72,7 @@ export function createUserRepository(db: Db) {
       };
       if (pending) update.$push = pending.$push;
       const before = await upsertRetried(() =>
-        users.findOneAndUpdate({ _id: key(tenantId, id) }, update, { upsert: true, returnDocument: "before", ...PUBLIC }),
+        users.findOneAndUpdate({ _id: key(tenantId, id) }, update, { upsert: true, returnDocument: "before" }),
       );
       if (!before) {
         return {
@@ -80,7 +80,8 @@ export function createUserRepository(db: Db) {
           doc: { _id: key(tenantId, id), tenant_id: tenantId, id, custom_json: customJson, created_at: now, updated_at: now, revoked_before: NEVER_REVOKED },
         };
       }
-      return { created: false, doc: { ...before, custom_json: customJson, updated_at: now } };
+      const { outbox: _o, outbox_pending: _p, ...record } = before;
+      return { created: false, doc: { ...record, custom_json: customJson, updated_at: now } };
     },
     /** Refuses the user's tokens issued before `at`, record or not; answers the stored stamp
      * (a concurrent later revocation wins: the stamp only moves forward). */

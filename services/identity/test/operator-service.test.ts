@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOutbox } from "@feeds/kit";
 import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
 import { createOperatorRepository, type OperatorDoc } from "../src/operator-repository.js";
-import { createTeam } from "../src/team.js";
+import { createTeam, gainChange, lossChange } from "../src/team.js";
 import { codeOf, identityHarness, PASSWORD } from "./harness.js";
 
 // The team rules against real storage: the last active owner is kept by a conditional update on
@@ -137,7 +137,7 @@ describe("a team change whose writer died is finished by the relay", { timeout: 
     const t = h.newTenant();
     await h.invite(t, "owner");
     const b = await h.invite(t, "owner");
-    const change = outbox.change([], { data: { kind: "owner_lost", tenant: t, operator: b.id } });
+    const change = lossChange(outbox, t, b.id);
     expect(await repo.takeOwner(t, outbox.forUpdate(change))).toBe(true);
     expect(await h.owners(t)).toEqual({ counted: 1, active: 2 });
     await outbox.relayOnce();
@@ -153,7 +153,7 @@ describe("a team change whose writer died is finished by the relay", { timeout: 
     const t = h.newTenant();
     await h.invite(t, "owner");
     const b = await h.invite(t, "owner");
-    const change = outbox.change([], { data: { kind: "owner_lost", tenant: t, operator: b.id } });
+    const change = lossChange(outbox, t, b.id);
     expect(await repo.takeOwner(t, outbox.forUpdate(change))).toBe(true);
     expect(await repo.updateIf(b.id, ownerState, { role: "member" }, { loss: change.id })).not.toBeNull();
     await outbox.relayOnce();
@@ -166,7 +166,7 @@ describe("a team change whose writer died is finished by the relay", { timeout: 
     const t = h.newTenant();
     await h.invite(t, "owner");
     const m = await h.invite(t, "member");
-    const change = outbox.change([], { data: { kind: "owner_gained", tenant: t, operator: m.id } });
+    const change = gainChange(outbox, t, m.id);
     const gained = await repo.updateIf(m.id, { role: "member", status: "active", password_hash: { $ne: null } }, { role: "owner" }, { gain: outbox.forUpdate(change) });
     expect(gained?.role).toBe("owner");
     expect(await h.owners(t)).toEqual({ counted: 1, active: 2 });

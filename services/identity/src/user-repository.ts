@@ -1,5 +1,5 @@
 import type { Collection, Db, UpdateFilter } from "mongodb";
-import { createReadCache, dateFieldsCodec, isDuplicateKey, type OutboxFields, type PendingChange, type RedisConn } from "@feeds/kit";
+import { createReadCache, dateFieldsCodec, type OutboxFields, type PendingChange, type RedisConn } from "@feeds/kit";
 
 export interface UserDoc extends OutboxFields {
   _id: string; // `${tenant_id}/${id}`
@@ -35,14 +35,6 @@ export function revokedBefore(record: UserDoc | null, revocation: Date | undefin
   return revocation && revocation > floor ? revocation : floor;
 }
 
-/** An upsert that lost a race to create its document (a duplicate `_id`) applies as an update. */
-function upsertRetried<T>(write: () => Promise<T>): Promise<T> {
-  return write().catch((e: unknown) => {
-    if (isDuplicateKey(e)) return write();
-    throw e;
-  });
-}
-
 /** All MongoDB access for end-users; every method takes the tenant first. */
 export function createUserRepository(db: Db) {
   const users: Collection<UserDoc> = db.collection<UserDoc>("users");
@@ -71,9 +63,7 @@ export function createUserRepository(db: Db) {
         $setOnInsert: { tenant_id: tenantId, id, created_at: now, revoked_before: NEVER_REVOKED },
       };
       if (pending) update.$push = pending.$push;
-      const before = await upsertRetried(() =>
-        users.findOneAndUpdate({ _id: key(tenantId, id) }, update, { upsert: true, returnDocument: "before" }),
-      );
+      const before = await users.findOneAndUpdate({ _id: key(tenantId, id) }, update, { upsert: true, returnDocument: "before" });
       if (!before) {
         return {
           created: true,
@@ -86,12 +76,10 @@ export function createUserRepository(db: Db) {
     /** Refuses the user's tokens issued before `at`, record or not; answers the stored stamp
      * (a concurrent later revocation wins: the stamp only moves forward). */
     async revoke(tenantId: string, id: string, at: Date): Promise<Date> {
-      const doc = await upsertRetried(() =>
-        revocations.findOneAndUpdate(
-          { _id: key(tenantId, id) },
-          { $max: { revoked_before: at }, $setOnInsert: { tenant_id: tenantId, id } },
-          { upsert: true, returnDocument: "after" },
-        ),
+      const doc = await revocations.findOneAndUpdate(
+        { _id: key(tenantId, id) },
+        { $max: { revoked_before: at }, $setOnInsert: { tenant_id: tenantId, id } },
+        { upsert: true, returnDocument: "after" },
       );
       return doc && doc.revoked_before > at ? doc.revoked_before : at;
     },

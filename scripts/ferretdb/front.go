@@ -201,7 +201,13 @@ func (f *front) command(c *conn, req []byte, m *wireMsg) error {
 	if p.lock != lockNone {
 		f.writes <- struct{}{}
 	}
-	reply, err := f.exchange(c, req, m, p)
+	var reply []byte
+	var err error
+	if stmts := m.statements("updates"); p.cmd == "update" && len(stmts) > 1 && m.flags&flagMoreToCome == 0 {
+		reply, err = f.exchangeSplit(c, req, m, p, stmts)
+	} else {
+		reply, err = f.exchange(c, req, m, p)
+	}
 	if p.lock != lockNone {
 		<-f.writes
 	}
@@ -246,6 +252,82 @@ func (f *front) exchange(c *conn, req []byte, m *wireMsg, p plan) ([]byte, error
 	}
 }
 
+// exchangeSplit sends an update of several statements to FerretDB as one update per statement,
+// in order, and answers with their results merged as one reply. FerretDB v1 keeps each
+// statement's read (and its PostgreSQL connection) open until the whole command ends, and takes
+// one more connection per write: an update of 50 statements alone would hold its whole pool
+// and deadlock it. ordered (the default) stops at the first statement with a write error.
+func (f *front) exchangeSplit(c *conn, req []byte, m *wireMsg, p plan, stmts []bsoncore.Document) ([]byte, error) {
+	ordered := true
+	if v, err := m.doc.LookupErr("ordered"); err == nil {
+		ordered = truthy(v)
+	}
+	var rest []byte // the kind-1 sections but updates
+	for id, raw := range m.raw {
+		if id != "updates" {
+			rest = append(rest, raw...)
+		}
+	}
+	var n, nModified float64
+	var upserted, writeErrors []bsoncore.Document
+	var last []byte
+	for i, stmt := range stmts {
+		doc := m.doc
+		if _, err := doc.LookupErr("updates"); err == nil {
+			doc = replaceValue(doc, "updates", arrayOf([]bsoncore.Document{stmt}), false)
+		} else {
+			doc = appendElements(doc, bsoncore.AppendArrayElement(nil, "updates", arrayOf([]bsoncore.Document{stmt}).Data))
+		}
+		one := plan{ns: p.ns, retryUpsert: truthy(stmt.Lookup("upsert"))}
+		reply, err := f.exchange(c, buildMsg(req, m.flags, doc, rest), m, one)
+		if err != nil {
+			return nil, err
+		}
+		last = reply
+		_, rdoc := replyDoc(reply)
+		if rdoc == nil || !replyOK(reply) {
+			return reply, nil // a command error (or something unreadable): answer it as it is
+		}
+		rn, _ := number(rdoc.Lookup("n"))
+		rm, _ := number(rdoc.Lookup("nModified"))
+		n, nModified = n+rn, nModified+rm
+		upserted = append(upserted, reindexed(rdoc.Lookup("upserted"), i)...)
+		errs := reindexed(rdoc.Lookup("writeErrors"), i)
+		writeErrors = append(writeErrors, errs...)
+		if len(errs) > 0 && ordered {
+			break
+		}
+	}
+	out := bsoncore.AppendInt32Element(nil, "n", int32(n))
+	out = bsoncore.AppendInt32Element(out, "nModified", int32(nModified))
+	if len(upserted) > 0 {
+		out = bsoncore.AppendArrayElement(out, "upserted", arrayOf(upserted).Data)
+	}
+	if len(writeErrors) > 0 {
+		out = bsoncore.AppendArrayElement(out, "writeErrors", arrayOf(writeErrors).Data)
+	}
+	out = bsoncore.AppendDoubleElement(out, "ok", 1)
+	doc := appendElements(bsoncore.NewDocumentBuilder().Build(), out)
+	return buildMsg(last, 0, doc, nil), nil
+}
+
+// reindexed are the documents of array v (upserted or writeErrors of a one-statement update)
+// with index set to i, the statement's place in the client's command.
+func reindexed(v bsoncore.Value, i int) []bsoncore.Document {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	out := make([]bsoncore.Document, 0, len(vals))
+	for _, e := range vals {
+		if d, ok := e.DocumentOK(); ok {
+			out = append(out, replaceValue(d, "index", bsoncore.Value{Type: bsontype.Int32, Data: bsoncore.AppendInt32(nil, int32(i))}, false))
+		}
+	}
+	return out
+}
+
 // ---------------------------------------------------------------------------------------------
 // OP_MSG parsing and building.
 
@@ -254,6 +336,7 @@ type wireMsg struct {
 	doc   bsoncore.Document              // section 0: the command
 	seqs  map[string][]bsoncore.Document // kind-1 sections (document sequences) by identifier
 	rest  []byte                         // the raw kind-1 sections, to rebuild the message
+	raw   map[string][]byte              // each raw kind-1 section by identifier
 }
 
 func parseMsg(frame []byte) (*wireMsg, error) {
@@ -295,7 +378,9 @@ func parseMsg(frame []byte) (*wireMsg, error) {
 			id := string(sec[4:i])
 			if m.seqs == nil {
 				m.seqs = map[string][]bsoncore.Document{}
+				m.raw = map[string][]byte{}
 			}
+			m.raw[id] = body[p-1 : p+n]
 			for i++; i < len(sec); {
 				if len(sec)-i < 5 {
 					return nil, errors.New("truncated sequence")

@@ -35,7 +35,10 @@
 // more, as MongoDB retries upserts that race on a unique key. At most -max-writes locked
 // commands run inside FerretDB at once: FerretDB keeps its read's PostgreSQL connection while
 // the write takes a second from the same pool (50), so as many concurrent updates as the pool
-// holds deadlock it for good (seen with 50 clients straight on FerretDB's port).
+// holds deadlock it for good (seen with 50 clients straight on FerretDB's port). For the same
+// reason an update of several statements (bulkWrite) is sent one statement at a time: FerretDB
+// keeps every statement's read open until the command ends (one bulkWrite of 50 updates hung
+// the shared server), and the replies are merged into one.
 //
 // TTL indexes (ttl.go), which FerretDB refuses: the front strips expireAfterSeconds from
 // createIndexes (FerretDB creates the plain index), records the spec in feeds_launcher.ttl_indexes
@@ -73,7 +76,7 @@
 //	-sqlite-dir    FERRETDB_SQLITE_DIR       ./ferretdb-sqlite
 //	-gin           FERRETDB_GIN              true (false: neither install nor backfill companions)
 //	-ttl-period    FERRETDB_TTL_PERIOD       5s (how often TTL indexes are applied; "1s", or seconds)
-//	-max-writes    FERRETDB_MAX_WRITES       16 (locked commands inside FerretDB at once)
+//	-max-writes    FERRETDB_MAX_WRITES       a third of pool_max_conns: 16 (locked commands inside FerretDB at once)
 //	-unsafe-no-locks FERRETDB_UNSAFE_NO_LOCKS false (lock nothing: shows what the locks are for)
 //	-log-level     FERRETDB_LOG_LEVEL        warn (debug | info | warn | error)
 package main
@@ -305,7 +308,7 @@ func main() {
 	sqliteDir := flag.String("sqlite-dir", env("FERRETDB_SQLITE_DIR", "ferretdb-sqlite"), "folder for SQLite files (sqlite backend)")
 	gin := flag.Bool("gin", envBool("FERRETDB_GIN", true), "install and backfill companion GIN indexes (postgresql backend)")
 	ttlPeriod := flag.Duration("ttl-period", envDuration("FERRETDB_TTL_PERIOD", 5*time.Second), "how often TTL indexes are applied")
-	maxWrites := flag.Int("max-writes", envInt("FERRETDB_MAX_WRITES", 16), "read-then-write commands (update, delete, findAndModify) inside FerretDB at once; keep under half its PostgreSQL pool (pool_max_conns, 50)")
+	maxWrites := flag.Int("max-writes", envInt("FERRETDB_MAX_WRITES", 0), "read-then-write commands (update, delete, findAndModify) inside FerretDB at once; keep under half its PostgreSQL pool (0: a third of the URL's pool_max_conns, 50 by default)")
 	noLocks := flag.Bool("unsafe-no-locks", envBool("FERRETDB_UNSAFE_NO_LOCKS", false), "the front locks nothing (FerretDB's races come back; only to show what the locks are for)")
 	logLevel := flag.String("log-level", env("FERRETDB_LOG_LEVEL", "warn"), "debug, info, warn or error")
 	flag.Parse()
@@ -324,6 +327,9 @@ func main() {
 		if err := checkLoopback("-internal-listen", *internalListen); err != nil {
 			fatal("%v", err)
 		}
+	}
+	if *maxWrites == 0 {
+		*maxWrites = max(1, poolMaxConns(*pgURL)/3)
 	}
 	if *maxWrites < 1 {
 		fatal("bad -max-writes %d", *maxWrites)
@@ -405,8 +411,8 @@ func main() {
 	go func() { frontErr <- fr.serve(ctx, frontLn) }()
 
 	// The URL to hand out: it carries FerretDB's quirks (no retryable writes) so clients need not.
-	fmt.Printf("ferretdb-launcher: ready on mongodb://%s/?retryWrites=false (FerretDB %s, %s backend, internal %s, sources %s, TTL every %v%s)\n",
-		*listen, version.Get().Version, cfg.Handler, *internalListen, sourcesHash, *ttlPeriod, map[bool]string{true: ", UNSAFE: no locks"}[*noLocks])
+	fmt.Printf("ferretdb-launcher: ready on mongodb://%s/?retryWrites=false (FerretDB %s, %s backend, internal %s, sources %s, TTL every %v, max writes %d%s)\n",
+		*listen, version.Get().Version, cfg.Handler, *internalListen, sourcesHash, *ttlPeriod, *maxWrites, map[bool]string{true: ", UNSAFE: no locks"}[*noLocks])
 	logger.Info("FerretDB ready", "uri", f.MongoDBURI(), "backend", cfg.Handler)
 
 	select {
@@ -524,6 +530,16 @@ func withoutPoolParams(raw string) string {
 	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// poolMaxConns is FerretDB's PostgreSQL pool size for a URL: its pool_max_conns, else 50.
+func poolMaxConns(raw string) int {
+	if u, err := neturl.Parse(raw); err == nil {
+		if n, err := strconv.Atoi(u.Query().Get("pool_max_conns")); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 50
 }
 
 // withIdleTimeout asks FerretDB to close pooled PostgreSQL connections idle for a minute

@@ -1,6 +1,7 @@
 // Checks that the local MongoDB-wire server (FerretDB through scripts/infra.mjs, or MONGO_URL)
-// does what the services rely on, and, on FerretDB over PostgreSQL, that the launcher's companion
-// GIN indexes exist and serve equality lookups.
+// does what the services rely on (atomic single-document updates and TTL indexes included: the
+// launcher's front provides them on FerretDB), and, on FerretDB over PostgreSQL, that the
+// launcher's companion GIN indexes exist and serve equality lookups.
 //
 //   node scripts/ferretdb/check.mjs
 //
@@ -9,7 +10,7 @@
 
 import { spawnSync } from 'node:child_process';
 import { MongoClient } from 'mongodb';
-import { ensureInfra } from '../infra.mjs';
+import { ensureInfra, ferretdbLauncherSources } from '../infra.mjs';
 
 const PG_URL = process.env.FERRETDB_POSTGRESQL_URL || 'postgres://postgres@127.0.0.1:5432/feeds_ferretdb';
 
@@ -108,6 +109,29 @@ try {
     assert(r1.upsertedCount === 3, `first upsertedCount ${r1.upsertedCount}`);
     const r2 = await counters.bulkWrite(ops, { ordered: false });
     assert(r2.upsertedCount === 0 && r2.modifiedCount === 3, `second upserted ${r2.upsertedCount} modified ${r2.modifiedCount}`);
+  });
+
+  await check('the launcher answering is the one of these sources (buildInfo feedsLauncher)', async () => {
+    if (!build.ferretdbVersion) return 'skip';
+    assert(build.feedsLauncher === ferretdbLauncherSources(), `feedsLauncher ${build.feedsLauncher ?? '(none: no front)'}`);
+    return build.feedsLauncher.slice(0, 12);
+  });
+
+  await check('100 concurrent $inc and 30 racing version-conditioned updates are exact', async () => {
+    await counters.insertOne({ _id: 'race', n: 0, v: 0 });
+    await Promise.all(Array.from({ length: 100 }, () => counters.updateOne({ _id: 'race' }, { $inc: { n: 1 } })));
+    const d = await counters.findOne({ _id: 'race' });
+    assert(d?.n === 100, `$inc applied ${d?.n} of 100`);
+    const rs = await Promise.all(Array.from({ length: 30 }, () => counters.updateOne({ _id: 'race', v: 0 }, { $set: { v: 1 } })));
+    const modified = rs.reduce((a, r) => a + r.modifiedCount, 0);
+    assert(modified === 1, `${modified} conditioned updates modified the document`);
+  });
+
+  await check('TTL index: accepted, listed with expireAfterSeconds', async () => {
+    const s = db.collection('sessions');
+    await s.createIndex({ expires_at: 1 }, { expireAfterSeconds: 0 });
+    const ix = (await s.indexes()).find((i) => i.name === 'expires_at_1');
+    assert(ix?.expireAfterSeconds === 0, JSON.stringify(ix));
   });
 
   await check('aggregate $match/$group/$sort/$limit', async () => {

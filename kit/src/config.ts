@@ -23,8 +23,8 @@ export const configFields = z.object({
   MONGO_URL: url.default("mongodb://127.0.0.1:27017/"),
   NATS_URL: url.default("nats://127.0.0.1:4222"),
   REDIS_URL: url.default("redis://127.0.0.1:6379"),
-  // Connections per process to MongoDB. Kept modest: FerretDB v1's PostgreSQL pool stalls when
-  // more concurrent writes arrive than it has connections.
+  // Connections per process to MongoDB. Kept modest: seven services and their workers share one
+  // store, and the local store bounds the writes it runs at once (docs/storage.md).
   MONGO_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),
   // Names the MongoDB database and prefixes every NATS stream/subject and Redis key.
   FEEDS_NAMESPACE: z

@@ -68,7 +68,7 @@ export const internal = (cause?: unknown) =>
 export const isFeedsError = (e: unknown): e is FeedsError => e instanceof FeedsError;
 export const isCode = (e: unknown, code: ErrorCode): boolean => isFeedsError(e) && e.code === code;
 
-/** MongoDB duplicate key (both MongoDB and FerretDB answer 11000). */
+/** MongoDB duplicate key (code 11000). */
 export function isDuplicateKey(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { code?: unknown }).code === 11000;
 }

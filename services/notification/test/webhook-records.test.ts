@@ -160,7 +160,11 @@ describe("webhook records", () => {
   });
 
   const counts = () => env.db.collection<{ _id: string; count: number; outbox?: PendingChange[]; outbox_pending?: true; applied?: string[] }>(DESTINATION_COUNTS);
-  const counter = (tenant: string) => counts().findOne({ _id: tenant });
+  /** The tenant's counter: its count, changes pending and marks (a cleared change leaves none). */
+  const counter = async (tenant: string) => {
+    const doc = await counts().findOne({ _id: tenant });
+    return doc && { count: doc.count, outbox: doc.outbox ?? [], applied: doc.applied ?? [] };
+  };
   /**
    * What a writer that died long ago (past the relay's grace) left of a change of the count: the
    * count moved by `delta`, the change pending on the counter with its mark.

@@ -178,11 +178,13 @@ describe("webhook records", () => {
     await counts().updateOne({ _id: tenant }, { $inc: { count: op === "add" ? 1 : -1 }, $push: { outbox: change, applied: change.id }, $set: { outbox_pending: true } });
     return change;
   }
-  /** Two relay passes (the second finds nothing left), then the clears. */
+  /** The relays of two processes at once, then a second pass (it finds nothing left), then the clears. */
   const relay = async () => {
+    const other = createOutbox({ db: env.db, nats: env.nats, log: env.log });
+    createDestinationRepository(env.db, env.redis, createSecretBox(randomBytes(32)), other);
+    await Promise.all([outbox.relayOnce(), other.relayOnce()]);
     await outbox.relayOnce();
-    await outbox.relayOnce();
-    await outbox.flush();
+    await Promise.all([outbox.flush(), other.flush()]);
   };
 
   it(`a tenant at ${MAX_DESTINATIONS - 4} destinations with 20 registrations racing: exactly 4 succeed, the rest are CONFLICT`, async () => {

@@ -122,10 +122,11 @@ export function createDestinationRepository(db: Db, redis: RedisConn, box: Secre
   /** Tombstone fields: out of every tenant's reads, deleted by the TTL index later. */
   const tombstone = () => ({ tenant_id: "", expires_at: new Date(Date.now() + TOMBSTONE_MS) });
 
-  /** A change of the tenant's count by `delta`, pending on its counter, holding its mark. */
+  /** A change of the tenant's count (its delta is written with it, see `recorded`). */
   function slotChange(tenantId: string, data: SlotChange): PendingChange {
     return outbox.change([], { targets: [{ collection: DESTINATION_COUNTS, id: tenantId }], data: { ...data } });
   }
+  /** The operators that record `change` on the counter, with its mark, beside its `$inc`. */
   const recorded = (change: PendingChange) => ({ $push: { outbox: change, applied: change.id }, $set: { outbox_pending: true as const } });
 
   /** Takes a slot of the tenant's cap with `change` (a registration); answers false when full. */
@@ -180,7 +181,7 @@ export function createDestinationRepository(db: Db, redis: RedisConn, box: Secre
 
   /** Decides removal `change` of destination `id` for good (see above). */
   async function decideRemove(tenantId: string, id: string, change: PendingChange): Promise<void> {
-    if (await bury(tenantId, id, change)) return;
+    if (await bury(tenantId, id, change)) return changed(tenantId);
     const d = await destinations.findOne({ _id: id }, { projection: { removed_by: 1 } });
     if (d?.removed_by !== change.id) await revert(tenantId, change, -1);
   }

@@ -1,5 +1,5 @@
 import { MongoBulkWriteError, type Collection, type Db } from "mongodb";
-import { createLocks, createReadCache, dateFieldsCodec, isDuplicateKey, type RedisConn } from "@feeds/kit";
+import { createReadCache, dateFieldsCodec, type RedisConn } from "@feeds/kit";
 
 export interface ObjectDoc {
   _id: string; // `${tenant_id}/${type}/${id}`
@@ -9,6 +9,9 @@ export interface ObjectDoc {
   /** The custom object as JSON text (at most 64 KB). */
   custom_json: string;
   updated_at: Date;
+  /** Moves on every write (put or patch): what a patch's compare-and-set is conditioned on. Absent
+   * on objects written before versions (a patch of one conditions on its absence). */
+  version?: number;
 }
 
 export interface ObjectKey {
@@ -34,30 +37,19 @@ const docOf = (tenantId: string, o: ObjectInput, now: Date): ObjectDoc => ({
   updated_at: now,
 });
 
-/** Create-or-replace of one document (`_id` comes from the filter on insert). */
+/** Create-or-replace of one document (`_id` comes from the filter on insert; racing first writes
+ * of one key are retried by the store, as MongoDB does for an upsert on `_id`). */
 const upsertOf = (d: ObjectDoc) => ({
   filter: { _id: d._id },
-  update: { $set: { tenant_id: d.tenant_id, type: d.type, id: d.id, custom_json: d.custom_json, updated_at: d.updated_at } },
+  update: {
+    $set: { tenant_id: d.tenant_id, type: d.type, id: d.id, custom_json: d.custom_json, updated_at: d.updated_at },
+    $inc: { version: 1 },
+  },
 });
 
 /** All MongoDB access for objects; every method takes the tenant first. */
 export function createObjectRepository(db: Db) {
   const objects: Collection<ObjectDoc> = db.collection<ObjectDoc>("objects");
-  const locks = createLocks(db, "object_locks");
-
-  /** Upserts one document; answers whether it was created. */
-  async function upsert(d: ObjectDoc): Promise<boolean> {
-    const { filter, update } = upsertOf(d);
-    try {
-      const res = await objects.updateOne(filter, update, { upsert: true });
-      return res.upsertedCount > 0;
-    } catch (e) {
-      // Two first writes of one key raced (FerretDB does not retry the upsert): ours is now a replace.
-      if (!isDuplicateKey(e)) throw e;
-      const res = await objects.updateOne(filter, update, { upsert: true });
-      return res.upsertedCount > 0;
-    }
-  }
 
   return {
     get: (tenantId: string, type: string, id: string) => objects.findOne({ _id: key(tenantId, type, id) }),
@@ -69,7 +61,9 @@ export function createObjectRepository(db: Db) {
     /** Create or replace; answers the stored document and whether it was created. */
     async put(tenantId: string, o: ObjectInput): Promise<{ doc: ObjectDoc; created: boolean }> {
       const doc = docOf(tenantId, o, new Date());
-      return { doc, created: await upsert(doc) };
+      const { filter, update } = upsertOf(doc);
+      const res = await objects.updateOne(filter, update, { upsert: true });
+      return { doc, created: res.upsertedCount > 0 };
     },
 
     /**
@@ -93,42 +87,23 @@ export function createObjectRepository(db: Db) {
           if (!(e instanceof MongoBulkWriteError)) throw e;
           const errors = [e.writeErrors].flat();
           if (errors.length === 0) throw e;
-          await Promise.all(
-            errors.map(async (we) => {
-              const i = written[we.index] as number;
-              try {
-                if (we.code !== 11000) throw e;
-                await upsert(docs[i] as ObjectDoc);
-              } catch {
-                failed.add(i);
-              }
-            }),
-          );
+          for (const we of errors) failed.add(written[we.index] as number);
         }
       }
       return docs.map((doc) => (failed.has(lastOf.get(doc._id) as number) ? { ok: false } : { ok: true, doc }));
     },
 
     /**
-     * Runs `fn` while holding the object's lock, so that read-modify-write patches of one object
-     * never interleave (FerretDB v1's conditional updates are not atomic; a unique insert is).
+     * Compare-and-set of custom: replaces it only while the stored document is still at `prev`'s
+     * version (one atomic update: of racers from one version exactly one wins). Answers the new
+     * document, or null when it changed or vanished meanwhile.
      */
-    withObjectLock: <T>(tenantId: string, type: string, id: string, fn: () => Promise<T>) =>
-      locks.withLock(`object:${key(tenantId, type, id)}`, fn),
-
-    /**
-     * Compare-and-set of custom: replaces it only while the stored document is still `prev`
-     * (exact on MongoDB; on FerretDB v1 it narrows a race with an unlocked put to its own window).
-     * Answers the new document, or null when it changed or vanished meanwhile.
-     */
-    async replaceCustom(tenantId: string, prev: ObjectDoc, customJson: string): Promise<ObjectDoc | null> {
-      const now = new Date();
-      const res = await objects.updateOne(
-        { _id: key(tenantId, prev.type, prev.id), custom_json: prev.custom_json, updated_at: prev.updated_at },
-        { $set: { custom_json: customJson, updated_at: now } },
-      );
-      return res.matchedCount === 1 ? { ...prev, custom_json: customJson, updated_at: now } : null;
-    },
+    replaceCustom: (tenantId: string, prev: ObjectDoc, customJson: string): Promise<ObjectDoc | null> =>
+      objects.findOneAndUpdate(
+        { _id: key(tenantId, prev.type, prev.id), version: prev.version ?? { $exists: false } },
+        { $set: { custom_json: customJson, updated_at: new Date() }, $inc: { version: 1 } },
+        { returnDocument: "after" },
+      ),
 
     /** Answers whether there was a document to delete. */
     async delete(tenantId: string, type: string, id: string): Promise<boolean> {

@@ -24,8 +24,11 @@ export interface CatalogServiceDeps {
 export const MAX_BULK_OBJECTS = 100;
 /** Refs of one batch read: the gateway allows 100; a feed page of 100 activities holds at most 400. */
 export const MAX_READ_REFS = 1000;
-/** Compare-and-set rounds of a patch racing puts and deletes of the same object. */
-const PATCH_ATTEMPTS = 5;
+/** Compare-and-set rounds of a patch racing other writes of the same object (each round one of
+ * the racers wins, so this many racing patches of one object all land). */
+const PATCH_ATTEMPTS = 64;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type JsonObject = Record<string, unknown>;
 
@@ -130,18 +133,17 @@ export function createCatalogService(deps: CatalogServiceDeps): ServiceImpl<type
       ];
       if (errors.length) throw validationFailed(errors);
       const { type, id } = refOf(req.ref);
-      // Patches of one object take turns; a put or delete landing meanwhile makes us re-apply.
-      const doc = await objects.withObjectLock(tenant, type, id, async () => {
-        for (let attempt = 0; attempt < PATCH_ATTEMPTS; attempt++) {
-          const current = await objects.get(tenant, type, id);
-          if (!current) throw notFound("object not found");
-          const customJson = patchCustomJson(current.custom_json, set, req.unset);
-          const next = await objects.replaceCustom(tenant, current, customJson);
-          if (next) return next;
-        }
-        throw internal(new Error("object kept changing during patch"));
-      });
-      return { object: objectToProto(doc) };
+      // Read, apply, write back conditioned on the version read: a write landing meanwhile (a
+      // patch, put or delete) makes us read and apply again.
+      for (let attempt = 0; attempt < PATCH_ATTEMPTS; attempt++) {
+        const current = await objects.get(tenant, type, id);
+        if (!current) throw notFound("object not found");
+        const next = await objects.replaceCustom(tenant, current, patchCustomJson(current.custom_json, set, req.unset));
+        if (next) return { object: objectToProto(next) };
+        // Racers that lost together do not all come back together.
+        await sleep(Math.random() * Math.min(attempt + 1, 10));
+      }
+      throw internal(new Error("object kept changing during patch"));
     },
 
     async deleteObject(req, ctx) {

@@ -19,7 +19,6 @@ function oneObject(customJson: string) {
       calls.get++;
       return type === doc.type && id === doc.id ? doc : null;
     },
-    withObjectLock: async (_t, _type, _id, fn) => fn(),
     replaceCustom: async (_t, _prev, custom_json) => (doc = { ...doc, custom_json, updated_at: new Date() }),
     getMany: unused,
     put: unused,

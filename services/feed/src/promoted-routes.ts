@@ -161,15 +161,15 @@ export function createPromotedService(deps: PromotedServiceDeps) {
     const run = repo
       .fold(tenantId, served)
       .then(
-        (done) => ({ retry: !done, delayMs: Math.min(5_000, 250 * 2 ** Math.min(attempt, 4)) }),
+        () => false,
         (err: unknown) => {
           log.warn({ err: String(err), tenant: tenantId }, "promoted served_count fold failed; retrying");
-          return { retry: true, delayMs: 1_000 };
+          return true;
         },
       )
-      .then(({ retry, delayMs }) => {
+      .then((retry) => {
         scheduled.delete(tenantId);
-        if (retry && attempt < 20) scheduleFold(tenantId, delayMs, attempt + 1);
+        if (retry && attempt < 20) scheduleFold(tenantId, Math.min(5_000, 250 * 2 ** Math.min(attempt, 4)), attempt + 1);
         else if (again.delete(tenantId)) scheduleFold(tenantId);
       })
       .finally(() => running.delete(run));
@@ -179,8 +179,8 @@ export function createPromotedService(deps: PromotedServiceDeps) {
 
   /**
    * Background fold of a tenant's deliveries into served_count, soon after they happen (the
-   * contract lets served_count trail by seconds). A busy lease means another process is folding:
-   * try again later, so deliveries it did not see are folded too.
+   * contract lets served_count trail by seconds). Deliveries during a fold are folded by
+   * another one after it.
    */
   function scheduleFold(tenantId: string, delayMs = foldDelayMs, attempt = 0): void {
     if (closed) return;
@@ -227,18 +227,17 @@ export function createPromotedService(deps: PromotedServiceDeps) {
       const tenantId = requireServer(ctx);
       const limit = pageLimit(req.page?.limit);
       const after = req.page?.cursor ? decodeCursor(req.page.cursor, ["number", "string"] as const) : null;
-      // Deliveries so far become counts first (bounded; a busy folder elsewhere leaves them for it).
+      // Deliveries so far become counts first.
       try {
-        await repo.fold(tenantId, served, { waitMs: 2_000, maxSteps: 5 });
+        await repo.fold(tenantId, served);
       } catch (err) {
         log.warn({ err: String(err), tenant: tenantId }, "promoted served_count fold before listing failed");
       }
       const rows = await repo.page(tenantId, limit, after ? { createdAt: new Date(after[0]), id: after[1] } : null);
       const page = rows.slice(0, limit);
-      const counts = await repo.servedCounts(tenantId, page.map((d) => d._id));
       const last = page[page.length - 1];
       return {
-        records: page.map((d) => promotedToProto(d, counts.get(d._id) ?? 0)),
+        records: page.map((d) => promotedToProto(d, d.served_count ?? 0)),
         next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : "",
       };
     },

@@ -6,8 +6,9 @@ import { connectRedis, createLogger, fromRpcError, scope, type Caller, createInt
 import { PromotedService, type PromotedRecord } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedRepository, SERVE_LIMIT } from "../src/promoted-repository.js";
 import { createPromotedService } from "../src/promoted-routes.js";
+import { createServedCounter, snapshotIdOf } from "../src/promoted-served.js";
 
-// Integration rung: the PromotedService on real MongoDB-wire storage (FerretDB v1 here), in a
+// Integration rung: the PromotedService on real MongoDB-wire storage, in a
 // throwaway database dropped afterwards, served over Connect's in-memory router transport with the
 // real plumbing. Skipped when no storage answers at FEEDS_TEST_MONGO_URL (default the local one).
 
@@ -30,9 +31,9 @@ const log = createLogger({ LOG_LEVEL: "silent" }, "test");
 let db: Db;
 let redis: RedisConn;
 
-function start(opts: { foldDelayMs?: number; sweepMs?: number; db?: Db } = {}) {
+function start(opts: { foldDelayMs?: number; sweepMs?: number; db?: Db; redis?: RedisConn } = {}) {
   const repo = createPromotedRepository(opts.db ?? db);
-  const svc = createPromotedService({ repo, redis, log, foldDelayMs: opts.foldDelayMs ?? 20, sweepMs: opts.sweepMs ?? 200 });
+  const svc = createPromotedService({ repo, redis: opts.redis ?? redis, log, foldDelayMs: opts.foldDelayMs ?? 20, sweepMs: opts.sweepMs ?? 200 });
   const transport = createLocalTransport((router) => router.service(PromotedService, svc.impl), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
   return { client: createClient(PromotedService, transport), svc, repo };
 }
@@ -249,26 +250,45 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
     expect(count).toBe(5);
   });
 
-  it("finishes a fold a dead folder left behind, once its lease has expired", async () => {
+  it("a fold that died after applying half a snapshot is finished by folders racing, each delivery counted once; the records forget the snapshot later", async () => {
     const t = newTenant();
-    const a = await make(sys.client, t, "product:a");
-    await sys.repo.recordDelivery(t, [a.id]);
-    await sys.repo.recordDelivery(t, [a.id]);
-    const pending = await db.collection("promoted_deliveries").find({ tenant_id: t }).toArray();
-    // The folder journaled both deliveries (count 2), then died holding an expired lease.
-    await db.collection("promoted_folds").insertOne({
-      _id: randomUUID() as never,
-      tenant_id: t,
-      targets: [{ id: a.id, count: 2 }],
-      deliveries: pending.map((d) => d._id),
-      created_at: new Date(),
-    });
-    await db.collection("promoted_locks").insertOne({ _id: `fold:${t}` as never, holder: "dead", until: new Date(Date.now() - 1) });
-    await sys.repo.recordDelivery(t, [a.id]); // a later delivery, not in the journal
-    const [listed] = await listAll(sys.client, t);
-    expect(listed?.servedCount).toBe(3n);
-    expect(await db.collection("promoted_deliveries").countDocuments({ tenant_id: t })).toBe(0);
-    expect(await db.collection("promoted_folds").countDocuments({ tenant_id: t })).toBe(0);
+    // A process that counts but never folds by itself, in a Redis namespace of its own (the
+    // other processes' sweeps would fold its deliveries).
+    const own = await connectRedis({ REDIS_URL: redisUrl, FEEDS_NAMESPACE: `${db.databaseName}_dead` });
+    const reader = start({ foldDelayMs: 3_600_000, sweepMs: 3_600_000, redis: own });
+    const served = createServedCounter(own);
+    try {
+      const made: PromotedRecord[] = [];
+      for (let i = 0; i < 6; i++) made.push(await make(reader.client, t, `product:${i}`));
+      const serve = () => reader.client.servePromoted({ feed: { group: "user", id: "x" } }, server(t));
+      for (let i = 0; i < 5; i++) await serve();
+      // The dead folder: took a snapshot of the 5 deliveries, applied the increments of half the
+      // records, and died before the others and before dropping the snapshot.
+      const [snapshot] = await served.snapshots(t);
+      const incs = await served.read(snapshot!);
+      expect([...incs.values()]).toEqual([5, 5, 5, 5, 5, 5]);
+      await reader.repo.applySnapshot(t, snapshotIdOf(snapshot!), new Map([...incs].slice(0, 3)));
+      // Deliveries after it, then three folders at once (two processes) finish everything.
+      for (let i = 0; i < 2; i++) await serve();
+      await Promise.all([reader.repo.fold(t, served), reader.repo.fold(t, served), sys.repo.fold(t, served)]);
+      const counts = await sys.repo.servedCounts(t, made.map((m) => m.id));
+      console.log(`promoted fold after a half-applied snapshot: served counts ${[...counts.values()].join(", ")} (7 each expected)`);
+      expect([...counts.values()]).toEqual([7, 7, 7, 7, 7, 7]);
+      expect(await redis.redis.exists(snapshot!)).toBe(0);
+      // The records remember the snapshots until a fold after FORGET_AFTER_MS forgets them.
+      const remembered = await db.collection("promoted").countDocuments({ tenant_id: t, "applied.0": { $exists: true } });
+      expect(remembered).toBe(6);
+      expect(await served.pendingTenants()).toContain(t);
+      await createPromotedRepository(db, { forgetAfterMs: 0 }).fold(t, served);
+      expect(await db.collection("promoted").countDocuments({ tenant_id: t, "applied.0": { $exists: true } })).toBe(0);
+      expect(await served.pendingTenants()).not.toContain(t);
+      expect((await listAll(reader.client, t)).map((r) => r.servedCount)).toEqual([7n, 7n, 7n, 7n, 7n, 7n]);
+    } finally {
+      await reader.svc.close();
+      const keys = await own.redis.keys(`${db.databaseName}_dead:*`);
+      if (keys.length) await own.redis.del(...keys);
+      await own.close();
+    }
   });
 
   it("serves a warm read without one database command, and create and retract show on the next read", async () => {
@@ -309,23 +329,14 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
       count = (await sys.repo.servedCounts(t, [a.id])).get(a.id) ?? 0;
     }
     expect(count).toBe(4);
-    // A folder that applied a snapshot's counts and died before dropping it: the journal names
+    // A folder that applied a snapshot's counts and died before dropping it: the records name
     // the snapshot, so the next fold drops it without counting it again.
     const snapshot = `${db.databaseName}:promo:snap:${t}:dead`;
     await redis.redis.multi().hset(snapshot, a.id, "3").sadd(`${db.databaseName}:promo:snaps:${t}`, snapshot).exec();
-    await db.collection("promoted_counters").updateOne({ _id: a.id as never }, { $set: { count: 7 } });
-    await db.collection("promoted_folds").insertOne({
-      _id: snapshot as never,
-      tenant_id: t,
-      targets: [{ id: a.id, count: 7 }],
-      deliveries: [],
-      snapshot,
-      created_at: new Date(),
-    });
+    await sys.repo.applySnapshot(t, snapshotIdOf(snapshot), new Map([[a.id, 3]]));
     const [listed] = await listAll(sys.client, t);
     expect(listed?.servedCount).toBe(7n);
     expect(await redis.redis.exists(snapshot)).toBe(0);
-    expect(await db.collection("promoted_folds").countDocuments({ tenant_id: t })).toBe(0);
   });
 
   it("bounds a read to the newest live records", async () => {

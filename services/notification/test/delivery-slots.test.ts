@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newEvent } from "@feeds/kit";
+import { createOutbox, newEvent } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { createDeliveryWorker } from "../src/webhooks/delivery-worker.js";
 import { createDestinationRepository } from "../src/webhooks/destination-repository.js";
@@ -38,7 +38,7 @@ describe("per-destination attempt slots", () => {
 
   it("a burst to a destination that never answers leaves the live destination its attempts", { timeout: 30_000 }, async () => {
     const { db, redis, nats } = env;
-    const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)));
+    const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)), createOutbox({ db, nats, log: env.log }));
     const records = createRecordRepository(db, redis);
     if (!receiver) throw new Error("the receiver did not start");
     const { port } = receiver;

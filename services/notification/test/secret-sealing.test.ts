@@ -1,13 +1,14 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOutbox } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { createDestinationRepository, type DestinationDoc } from "../src/webhooks/destination-repository.js";
 import { createSecretBox } from "../src/webhooks/secret-box.js";
 import { newSigningSecret } from "../src/webhooks/signing.js";
 
-// Webhook signing secrets at rest, on real MongoDB-wire storage (FerretDB here) and Redis in a
-// namespace of their own: sealed when registered, opened for delivery, bound to their
-// destination, and records an older release stored in plaintext still read, then sealed.
+// Webhook signing secrets at rest, on real MongoDB-wire storage and Redis in a namespace of their
+// own: sealed when registered, opened for delivery, bound to their destination, and records an
+// older release stored in plaintext still read, then sealed.
 
 /** Every form the secret could take in a stored document: as shown, its base64 body, its bytes in hex. */
 const formsOf = (secret: string) => {
@@ -16,9 +17,9 @@ const formsOf = (secret: string) => {
 };
 
 describe("webhook signing secrets at rest", () => {
-  const env = createTestEnv("webhook_secrets", { db: true, redis: true });
+  const env = createTestEnv("webhook_secrets", { db: true, redis: true, nats: true });
   const key = randomBytes(32);
-  const repository = (k = key) => createDestinationRepository(env.db, env.redis, createSecretBox(k));
+  const repository = (k = key) => createDestinationRepository(env.db, env.redis, createSecretBox(k), createOutbox({ db: env.db, nats: env.nats, log: env.log }));
   const raw = () => env.db.collection<DestinationDoc>("webhook_destinations");
 
   beforeAll(async () => {

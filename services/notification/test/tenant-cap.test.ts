@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newEvent } from "@feeds/kit";
+import { createOutbox, newEvent } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { createDeliveryWorker } from "../src/webhooks/delivery-worker.js";
 import { createDestinationRepository } from "../src/webhooks/destination-repository.js";
@@ -50,7 +50,7 @@ describe("deliveries in flight per tenant", () => {
 
   it("a tenant over its cap waits without holding the worker; every delivery in one attempt; another tenant's at once", { timeout: 30_000 }, async () => {
     const { db, redis, nats } = env;
-    const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)));
+    const destinations = createDestinationRepository(db, redis, createSecretBox(randomBytes(32)), createOutbox({ db, nats, log: env.log }));
     const records = createRecordRepository(db, redis);
     await records.ensureIndexes();
     if (!receiver) throw new Error("the receiver did not start");

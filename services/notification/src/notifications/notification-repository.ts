@@ -35,7 +35,7 @@ export type Selection = "all" | string[];
 
 /**
  * All MongoDB access for notifications; every query names the tenant and the owner. Inserts are
- * unique by `_id`, the only write FerretDB v1 makes atomic, so a redelivered event inserts nothing.
+ * unique by `_id`, so a redelivered event inserts nothing.
  */
 export function createNotificationRepository(db: Db) {
   const notifications: Collection<NotificationDoc> = db.collection<NotificationDoc>("notifications");

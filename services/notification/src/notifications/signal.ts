@@ -4,8 +4,11 @@ import type { Counts } from "./notification-repository.js";
 import { BEGIN, FILL, FINISH, INTENT_MS, PEEK } from "./signal-scripts.js";
 
 // Each owner's notification signal lives in Redis: a hash {v, unseen, unread}. The counts are
-// exact without a database query per read, and without racing increments (FerretDB v1 loses
-// them; Redis would not, but a crash between a database write and its increment would):
+// exact without a database query per read. They are counted from the records, not kept by
+// increments: a mark sets many notifications at once (all of them, or up to 100 ids), and an
+// increment by what it changed would be lost by a crash between the write and the increment,
+// with nothing to replay it from; a count from the records is right whatever happened before it.
+// Across the two stores:
 // - a change registers an intent (with a deadline), writes MongoDB, then `finish` moves the
 //   version forward (max(v + 1, now ms), so a Redis that lost its data never repeats a version)
 //   and drops the counts; the writer (or, coalesced, `refresh`) recounts from MongoDB and fills

@@ -1,6 +1,6 @@
 import type { Db } from "mongodb";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { createWorkerBeats, type Logger, type Nats, type RedisConn } from "@feeds/kit";
+import { createOutbox, createWorkerBeats, type Logger, type Nats, type RedisConn } from "@feeds/kit";
 import type { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { createDeliveryWorker, type DeliveryOptions } from "./delivery-worker.js";
 import { createDestinationRepository } from "./destination-repository.js";
@@ -21,9 +21,11 @@ export interface WebhookOptions extends DeliveryOptions {
  * `secretsKey` (FEEDS_WEBHOOK_KEY) seals the signing secrets at rest.
  */
 export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nats; log: Logger; options: WebhookOptions; secretsKey: Buffer }) {
-  const destinations = createDestinationRepository(deps.db, deps.redis, createSecretBox(deps.secretsKey));
+  // The pending changes of the destinations' cap (destination-repository.ts), finished by its relay.
+  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log });
+  const destinations = createDestinationRepository(deps.db, deps.redis, createSecretBox(deps.secretsKey), outbox);
   const records = createRecordRepository(deps.db, deps.redis);
-  await Promise.all([destinations.ensureIndexes(), records.ensureIndexes()]);
+  await Promise.all([destinations.ensureIndexes(), records.ensureIndexes(), outbox.ensureIndexes()]);
   const post = createPost({ allowPrivate: deps.options.allowPrivate, timeoutMs: deps.options.attemptTimeoutMs });
   const worker = createDeliveryWorker({
     nats: deps.nats,
@@ -48,6 +50,7 @@ export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nat
     handleEvent,
     async start() {
       await worker.start();
+      outbox.startRelay();
       // Secrets an older release stored in plaintext, sealed in the background (reads open both).
       sealed = destinations.sealPlaintext(sealing.signal).then(
         (n) => void (n > 0 && deps.log.info({ sealed: n }, "webhook signing secrets sealed")),
@@ -56,7 +59,7 @@ export async function createWebhooks(deps: { db: Db; redis: RedisConn; nats: Nat
     },
     async stop() {
       sealing.abort();
-      await Promise.all([worker.stop(), sealed]);
+      await Promise.all([worker.stop(), sealed, outbox.stop()]);
       post.close();
     },
   };

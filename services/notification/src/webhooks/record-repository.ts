@@ -138,9 +138,9 @@ export function createRecordRepository(db: Db, redis: RedisConn) {
 
     /** Of these records, those given up or published (a redelivered event re-queues the rest). */
     async settled(tenantId: string, ids: readonly string[]): Promise<Set<string>> {
-      // One lookup by _id each: FerretDB v1 runs `$in` over every record of the tenant.
-      const docs = await Promise.all(ids.map((id) => records.findOne({ _id: id, tenant_id: tenantId }, { projection: { status: 1 } })));
-      return new Set(docs.flatMap((d) => (d && d.status !== "pending" ? [d._id] : [])));
+      if (ids.length === 0) return new Set();
+      const docs = await records.find({ _id: { $in: [...ids] }, tenant_id: tenantId }, { projection: { status: 1 } }).toArray();
+      return new Set(docs.flatMap((d) => (d.status !== "pending" ? [d._id] : [])));
     },
 
     /** Newest first, (created_at desc, id desc). */

@@ -14,9 +14,12 @@
 // answers on 127.0.0.1:5432, else SQLite under .cache/ferretdb/sqlite. A running server is never
 // restarted, with one exception: a FerretDB on 27017 that is not the launcher of the current
 // sources (its buildInfo's feedsLauncher differs, or it has no front at all) is stopped and the
-// current launcher started, if it is a launcher infra started (a ferretdb-launcher process);
-// a foreign FerretDB without the launcher's front is an error (the services rely on the front
-// for atomic updates and TTL indexes). A real mongod is always fine. The launcher's URL carries
+// current launcher started, if it is a launcher infra started (a ferretdb-launcher process) and
+// is older: without the front, of an older launcherGeneration (scripts/ferretdb/main.go), or
+// built in this checkout. A launcher of another checkout of the same or a newer generation is
+// used as it is (two checkouts would otherwise keep replacing each other's). A foreign FerretDB
+// without the launcher's front is an error (the services rely on the front for atomic updates
+// and TTL indexes). A real mongod is always fine. The launcher's URL carries
 // FerretDB's quirks: mongodb://127.0.0.1:27017/?retryWrites=false.
 // Concurrent callers serialise through lock files in .cache/locks/: only one starts a server.
 //
@@ -406,10 +409,18 @@ function processArgs(pid) {
   try { return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean); } catch { return null; }
 }
 
+// The launcher's generation (launcherGeneration in scripts/ferretdb/main.go).
+function launcherGeneration() {
+  const m = /^const launcherGeneration = (\d+)$/m.exec(fs.readFileSync(path.join(FERRETDB_SRC, 'main.go'), 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+
 // Where the server on the launcher's port stands: 'mongod' (a real MongoDB), 'current' (the
-// launcher of these sources), 'stale' (a FerretDB that is not: { pid } if infra started it
-// (a ferretdb-launcher process), else { pid: null }), or null when nothing answers.
-async function mongoServerState(port = PORTS.mongo) {
+// launcher of these sources), 'other' (a launcher of other sources to leave be: a newer or
+// equal generation built in another checkout), 'stale' (a FerretDB to replace: without the
+// front, an older generation, or other sources built in this checkout; { pid } if infra started
+// it (a ferretdb-launcher process), else { pid: null }), or null when nothing answers.
+async function mongoServerState(port = PORTS.mongo, root = DEFAULT_ROOT) {
   const info = await probeBuildInfo(port);
   if (!info) return (await probeMongo(port)) ? { state: 'mongod' } : null; // answers hello but not buildInfo: leave it be
   if (info.ferretdbVersion === undefined) return { state: 'mongod', info };
@@ -417,6 +428,9 @@ async function mongoServerState(port = PORTS.mongo) {
   const pid = listenerPid(port);
   const args = pid ? processArgs(pid) : null;
   const ours = args !== null && path.basename(args[0] ?? '') === LAUNCHER_NAME;
+  const generation = typeof info.feedsLauncherGeneration === 'number' ? info.feedsLauncherGeneration : 0;
+  const builtHere = ours && path.resolve(args[0]) === path.join(root, '.cache', 'ferretdb', LAUNCHER_NAME);
+  if (info.feedsLauncher && generation >= launcherGeneration() && !builtHere) return { state: 'other', info, args };
   return { state: 'stale', info, pid: ours ? pid : null, args };
 }
 
@@ -426,19 +440,24 @@ async function mongoServerState(port = PORTS.mongo) {
  * replaces it; the others wait for the lock and then find the current launcher.
  */
 export async function ensureCurrentLauncher({ port = PORTS.mongo, root = DEFAULT_ROOT, log = defaultLog } = {}) {
-  const st = await mongoServerState(port);
+  const st = await mongoServerState(port, root);
+  if (st?.state === 'other') {
+    log(`ferretdb: port ${port} answers with a launcher of other sources, generation ${st.info.feedsLauncherGeneration} (${st.args?.[0] ?? 'not started here'}); using it`);
+  }
   if (st?.state !== 'stale') return st;
   const lock = path.join(root, '.cache', 'locks', port === PORTS.mongo ? 'ferretdb.lock' : `ferretdb-${port}.lock`);
   await withLock(lock, { log, what: 'the FerretDB launcher' }, () => replaceStaleLauncher({ root, log, port }));
-  return mongoServerState(port);
+  return mongoServerState(port, root);
 }
 
 // Replaces a stale launcher on `port` with the current one: builds first (the outage lasts
 // only the stop and the start), SIGTERM, SIGKILL after 15 s.
 async function replaceStaleLauncher({ root, log, port }) {
-  const st = await mongoServerState(port);
+  const st = await mongoServerState(port, root);
   if (!st || st.state !== 'stale') return;
-  const what = st.info.feedsLauncher ? `a FerretDB launcher of other sources (${st.info.feedsLauncher.slice(0, 12)})` : `FerretDB ${st.info.ferretdbVersion} without the launcher's front`;
+  const what = st.info.feedsLauncher
+    ? `a FerretDB launcher of other sources (${st.info.feedsLauncher.slice(0, 12)}, generation ${st.info.feedsLauncherGeneration ?? 0})`
+    : `FerretDB ${st.info.ferretdbVersion} without the launcher's front`;
   if (!st.pid) {
     throw new Error(`port ${port} answers with ${what}, which infra did not start (no ${LAUNCHER_NAME} process listens there${st.args ? `: ${st.args.join(' ')}` : ''}). `
       + 'The services need the launcher\'s front (atomic read-then-write commands, TTL indexes): stop that server, then run `node scripts/infra.mjs`.');
@@ -506,7 +525,7 @@ export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}
       start: () => (useMongod ? startMongod({ root, log }) : startFerretdb({ root, log })),
     }).then(async () => {
       const st = await ensureCurrentLauncher({ root, log });
-      mongoUrl = st?.state === 'current' ? launcherUrl(PORTS.mongo) : `mongodb://${HOST}:${PORTS.mongo}`;
+      mongoUrl = st?.state === 'current' || st?.state === 'other' ? launcherUrl(PORTS.mongo) : `mongodb://${HOST}:${PORTS.mongo}`;
     }));
   }
   if (!natsUrl) {

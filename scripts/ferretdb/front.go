@@ -463,7 +463,8 @@ func isDupKeyReply(reply []byte) bool {
 }
 
 // withBuildInfo adds the launcher's identity to a buildInfo reply: feedsLauncher, the hash of
-// the sources it was built from (infra.mjs compares it with the sources it has), and
+// the sources it was built from (infra.mjs compares it with the sources it has),
+// feedsLauncherGeneration (see launcherGeneration) and
 // feedsLauncherInternal, FerretDB's own address behind the front (tests and benchmarks use it).
 func withBuildInfo(reply []byte, internal string) []byte {
 	m, doc := replyDoc(reply)
@@ -472,6 +473,7 @@ func withBuildInfo(reply []byte, internal string) []byte {
 	}
 	doc = appendElements(doc,
 		bsoncore.AppendStringElement(nil, "feedsLauncher", sourcesHash),
+		bsoncore.AppendInt32Element(nil, "feedsLauncherGeneration", launcherGeneration),
 		bsoncore.AppendStringElement(nil, "feedsLauncherInternal", internal))
 	return buildMsg(reply, m.flags, doc, m.rest)
 }

@@ -49,7 +49,8 @@
 //
 // buildInfo replies carry feedsLauncher (the hash of the sources the binary was built from, set
 // by scripts/infra.mjs with -ldflags "-X main.sourcesHash=...": infra restarts a launcher of
-// other sources) and feedsLauncherInternal (FerretDB's own address, for tests and benchmarks
+// other sources of an older generation or built in its own checkout), feedsLauncherGeneration
+// (launcherGeneration) and feedsLauncherInternal (FerretDB's own address, for tests and benchmarks
 // that bypass the front). The launcher prints the URL to hand out on stdout:
 // mongodb://<listen>/?retryWrites=false (FerretDB v1 has no retryable writes).
 //
@@ -424,6 +425,12 @@ func main() {
 		fatal("run: %v", err)
 	}
 }
+
+// launcherGeneration orders launchers of different checkouts sharing the machine's port 27017:
+// infra.mjs replaces a launcher of an older generation (or of other sources built in its own
+// checkout), never a newer one, so two checkouts do not keep replacing each other. Bump it when
+// a change must reach every checkout's tests (a fix of the front, a new behaviour).
+const launcherGeneration = 1
 
 // sourcesHash names the launcher sources this binary was built from: infra.mjs sets it
 // (-ldflags -X main.sourcesHash=...) and the front reports it in buildInfo as feedsLauncher.

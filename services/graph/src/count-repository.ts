@@ -1,5 +1,5 @@
-import type { Collection, Db, UpdateFilter } from "mongodb";
-import { isDuplicateKey } from "@feeds/kit";
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type WriteError } from "mongodb";
+import { onceFilter, onceUpdate } from "@feeds/kit";
 import { feedKeyOf } from "./follow-repository.js";
 
 export interface CountDoc {
@@ -9,59 +9,80 @@ export interface CountDoc {
   group: string;
   follower_count: number;
   following_count: number;
+  /** The ids of the edge changes whose moves this document holds, until their changes are cleared. */
+  applied?: string[];
 }
 
-export interface Counts {
-  follower_count: number;
-  following_count: number;
+export type CountField = "follower_count" | "following_count";
+
+/** One count move an edge change owes: `by` on `field` of `feed`, made once for change `change`. */
+export interface CountMove {
+  change: string;
+  feed: string;
+  field: CountField;
+  by: 1 | -1;
 }
 
-const countKey = (tenantId: string, feed: string) => `${tenantId}/${feed}`;
+/** The collection of the counts (a change's targets name it). */
+export const COUNTS = "follow_counts";
+export const countKey = (tenantId: string, feed: string) => `${tenantId}/${feed}`;
+const otherField = (f: CountField): CountField => (f === "follower_count" ? "following_count" : "follower_count");
+
+/** The positions of a bulk write's statements that failed on a duplicate key; null when another error is among them. */
+function duplicates(e: unknown): number[] | null {
+  if (!(e instanceof MongoBulkWriteError)) return null;
+  const errors = ([] as WriteError[]).concat(e.writeErrors);
+  return errors.every((w) => w.code === 11000) ? errors.map((w) => w.index) : null;
+}
 
 /**
- * All MongoDB access for the follower and following counts of feeds. Every write happens under
- * the feed's count lock (`counter.ts`): FerretDB v1 runs an update as read-modify-write, so
- * `$inc`s that raced would lose increments; one at a time they are exact.
+ * All MongoDB access for the follower and following counts of feeds. A count moves only by a
+ * replayable `$inc` of one edge change (`apply`): the count document remembers the change's id in
+ * the same atomic update, so a replay (the outbox relay, an unfollow finishing a follow whose
+ * writer died) moves nothing twice.
  */
 export function createCountRepository(db: Db) {
-  const counts: Collection<CountDoc> = db.collection<CountDoc>("follow_counts");
+  const counts: Collection<CountDoc> = db.collection<CountDoc>(COUNTS);
 
-  /** One upsert; a first insert that raced (a lease taken over) is retried as an update. */
-  async function upsert(tenantId: string, feed: string, update: (insert: Record<string, unknown>) => UpdateFilter<CountDoc>) {
-    const write = () =>
-      counts.updateOne({ _id: countKey(tenantId, feed) }, update({ tenant_id: tenantId, feed, group: feedKeyOf(feed).group }), { upsert: true });
-    try {
-      await write();
-    } catch (e) {
-      if (!isDuplicateKey(e)) throw e;
-      await write();
-    }
-  }
+  const statement = (tenantId: string, m: CountMove): AnyBulkWriteOperation<CountDoc> => ({
+    updateOne: {
+      filter: onceFilter<CountDoc>({ _id: countKey(tenantId, m.feed) }, m.change),
+      update: onceUpdate<CountDoc>(
+        {
+          $inc: { [m.field]: m.by },
+          $setOnInsert: { tenant_id: tenantId, feed: m.feed, group: feedKeyOf(m.feed).group, [otherField(m.field)]: 0 },
+        },
+        m.change,
+      ),
+      upsert: true,
+    },
+  });
 
   return {
     ensureIndexes: () => counts.createIndex({ tenant_id: 1, group: 1, follower_count: -1, _id: 1 }),
 
-    /** Moves the counts of `feed` by what one edge change did (the caller holds the feed's lock). */
-    inc: (tenantId: string, feed: string, d: Counts) =>
-      upsert(tenantId, feed, (insert) => ({ $inc: { follower_count: d.follower_count, following_count: d.following_count }, $setOnInsert: insert })),
-
-    /** Sets the counts of `feed` it was given (recounted from the edges; the caller holds the feed's lock). */
-    set: (tenantId: string, feed: string, c: Partial<Counts>) =>
-      upsert(tenantId, feed, (insert) => ({
-        $set: c,
-        // A side not recounted starts at 0 on a new document.
-        $setOnInsert: {
-          ...insert,
-          ...(c.follower_count === undefined ? { follower_count: 0 } : {}),
-          ...(c.following_count === undefined ? { following_count: 0 } : {}),
-        },
-      })),
-
-    /** The stored counts of each of `feeds` that has them. */
-    async getMany(tenantId: string, feeds: string[]): Promise<Map<string, Counts>> {
-      if (feeds.length === 0) return new Map();
-      const docs = await counts.find({ _id: { $in: feeds.map((f) => countKey(tenantId, f)) }, tenant_id: tenantId }).toArray();
-      return new Map(docs.map((d) => [d.feed, { follower_count: d.follower_count, following_count: d.following_count }]));
+    /**
+     * Makes each move once, all in one command. A move whose upsert met a duplicate key either
+     * raced another first insert of the document (tried again: now an update) or was made
+     * already: its document holds the change's id, so its filter matches nothing and the upsert
+     * collides with the document itself, again.
+     */
+    async apply(tenantId: string, moves: readonly CountMove[]): Promise<void> {
+      let todo = [...moves];
+      for (let attempt = 0; todo.length; attempt++) {
+        try {
+          await counts.bulkWrite(
+            todo.map((m) => statement(tenantId, m)),
+            { ordered: false },
+          );
+          return;
+        } catch (e) {
+          const dup = duplicates(e);
+          if (!dup) throw e;
+          if (attempt >= 1) return;
+          todo = dup.flatMap((i) => todo[i] ?? []);
+        }
+      }
     },
 
     /** Follower and following counts; a feed never followed nor following has none. */

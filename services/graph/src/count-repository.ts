@@ -26,7 +26,6 @@ export interface CountMove {
 /** The collection of the counts (a change's targets name it). */
 export const COUNTS = "follow_counts";
 export const countKey = (tenantId: string, feed: string) => `${tenantId}/${feed}`;
-const otherField = (f: CountField): CountField => (f === "follower_count" ? "following_count" : "follower_count");
 
 /** The positions of a bulk write's statements that failed on a duplicate key; null when another error is among them. */
 function duplicates(e: unknown): number[] | null {
@@ -44,37 +43,44 @@ function duplicates(e: unknown): number[] | null {
 export function createCountRepository(db: Db) {
   const counts: Collection<CountDoc> = db.collection<CountDoc>(COUNTS);
 
-  const statement = (tenantId: string, m: CountMove): AnyBulkWriteOperation<CountDoc> => ({
-    updateOne: {
-      filter: onceFilter<CountDoc>({ _id: countKey(tenantId, m.feed) }, m.change),
-      update: onceUpdate<CountDoc>(
-        {
-          $inc: { [m.field]: m.by },
-          $setOnInsert: { tenant_id: tenantId, feed: m.feed, group: feedKeyOf(m.feed).group, [otherField(m.field)]: 0 },
-        },
-        m.change,
-      ),
-      upsert: true,
-    },
-  });
+  /**
+   * One statement per count document: the sum of its moves, made only while none of their
+   * changes is applied to it (a document takes all of a statement's changes at once, so "none"
+   * is "this statement never ran"). With one move this is kit's `onceFilter`/`onceUpdate`.
+   */
+  function statements(tenantId: string, moves: readonly CountMove[]): AnyBulkWriteOperation<CountDoc>[] {
+    const byFeed = new Map<string, CountMove[]>();
+    for (const m of moves) byFeed.set(m.feed, [...(byFeed.get(m.feed) ?? []), m]);
+    return [...byFeed].map(([feed, ms]) => {
+      const inc: Partial<Record<CountField, number>> = {};
+      for (const m of ms) inc[m.field] = (inc[m.field] ?? 0) + m.by;
+      const ids = ms.map((m) => m.change);
+      const missing = (["follower_count", "following_count"] as const).filter((f) => inc[f] === undefined);
+      const insert = { tenant_id: tenantId, feed, group: feedKeyOf(feed).group, ...Object.fromEntries(missing.map((f) => [f, 0])) };
+      const _id = countKey(tenantId, feed);
+      return {
+        updateOne:
+          ids.length === 1
+            ? { filter: onceFilter<CountDoc>({ _id }, ids[0] as string), update: onceUpdate<CountDoc>({ $inc: inc, $setOnInsert: insert }, ids[0] as string), upsert: true }
+            : { filter: { _id, applied: { $nin: ids } }, update: { $inc: inc, $setOnInsert: insert, $push: { applied: { $each: ids } } }, upsert: true },
+      };
+    });
+  }
 
   return {
     ensureIndexes: () => counts.createIndex({ tenant_id: 1, group: 1, follower_count: -1, _id: 1 }),
 
     /**
-     * Makes each move once, all in one command. A move whose upsert met a duplicate key either
-     * raced another first insert of the document (tried again: now an update) or was made
-     * already: its document holds the change's id, so its filter matches nothing and the upsert
-     * collides with the document itself, again.
+     * Makes each move once, all in one command (one statement per count document). A statement
+     * whose upsert met a duplicate key either raced another first insert of the document (tried
+     * again: now an update) or was made already: its document holds the changes' ids, so its
+     * filter matches nothing and the upsert collides with the document itself, again.
      */
     async apply(tenantId: string, moves: readonly CountMove[]): Promise<void> {
-      let todo = [...moves];
+      let todo = statements(tenantId, moves);
       for (let attempt = 0; todo.length; attempt++) {
         try {
-          await counts.bulkWrite(
-            todo.map((m) => statement(tenantId, m)),
-            { ordered: false },
-          );
+          await counts.bulkWrite(todo, { ordered: false });
           return;
         } catch (e) {
           const dup = duplicates(e);

@@ -1,4 +1,4 @@
-import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type WriteError } from "mongodb";
+import { MongoBulkWriteError, type AnyBulkWriteOperation, type Collection, type Db, type Filter, type WriteError } from "mongodb";
 import { onceFilter, onceUpdate } from "@feeds/kit";
 import { feedKeyOf } from "./follow-repository.js";
 
@@ -67,26 +67,36 @@ export function createCountRepository(db: Db) {
     });
   }
 
+  /** Matches the document of statement `st` once it holds every change id the statement records. */
+  function madeFilter(st: AnyBulkWriteOperation<CountDoc>): Filter<CountDoc> {
+    const { filter, update } = (st as { updateOne: { filter: Filter<CountDoc>; update: { $push: { applied: string | { $each: string[] } } } } }).updateOne;
+    const pushed = update.$push.applied;
+    return { _id: filter._id, applied: { $all: typeof pushed === "string" ? [pushed] : pushed.$each } };
+  }
+
   return {
     ensureIndexes: () => counts.createIndex({ tenant_id: 1, group: 1, follower_count: -1, _id: 1 }),
 
     /**
      * Makes each move once, all in one command (one statement per count document). A statement
-     * whose upsert met a duplicate key either raced another first insert of the document (tried
-     * again: now an update) or was made already: its document holds the changes' ids, so its
-     * filter matches nothing and the upsert collides with the document itself, again.
+     * whose upsert met a duplicate key either raced another first insert of the document or was
+     * made already (its document holds the changes' ids, so its filter matches nothing and the
+     * upsert collides with the document itself); which one, the document tells: those made are
+     * done, the others are tried again, now as updates.
      */
     async apply(tenantId: string, moves: readonly CountMove[]): Promise<void> {
       let todo = statements(tenantId, moves);
-      for (let attempt = 0; todo.length; attempt++) {
+      for (let attempt = 0; ; attempt++) {
         try {
           await counts.bulkWrite(todo, { ordered: false });
           return;
         } catch (e) {
           const dup = duplicates(e);
-          if (!dup) throw e;
-          if (attempt >= 1) return;
-          todo = dup.flatMap((i) => todo[i] ?? []);
+          if (!dup || attempt >= 4) throw e;
+          const again = dup.flatMap((i) => todo[i] ?? []);
+          const made = await Promise.all(again.map((st) => counts.findOne(madeFilter(st), { projection: { _id: 1 } })));
+          todo = again.filter((_, i) => made[i] === null);
+          if (!todo.length) return;
         }
       }
     },

@@ -86,7 +86,7 @@ export function createCountRepository(db: Db) {
      */
     async apply(tenantId: string, moves: readonly CountMove[]): Promise<void> {
       let todo = statements(tenantId, moves);
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0; todo.length; attempt++) {
         try {
           await counts.bulkWrite(todo, { ordered: false });
           return;
@@ -96,7 +96,6 @@ export function createCountRepository(db: Db) {
           const again = dup.flatMap((i) => todo[i] ?? []);
           const made = await Promise.all(again.map((st) => counts.findOne(madeFilter(st), { projection: { _id: 1 } })));
           todo = again.filter((_, i) => made[i] === null);
-          if (!todo.length) return;
         }
       }
     },

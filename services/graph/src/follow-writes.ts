@@ -225,7 +225,7 @@ export function createFollowWrites(deps: FollowWritesDeps) {
         t,
         created.flatMap(({ d, change }) => moves(change.id, d.source_feed, d.target_feed, 1)),
       );
-      await deps.followerSets.invalidate(t, [...new Set(created.flatMap(({ d }) => [d.source_feed, d.target_feed]))]);
+      if (created.length) await deps.followerSets.invalidate(t, [...new Set(created.flatMap(({ d }) => [d.source_feed, d.target_feed]))]);
       await Promise.all(created.map(({ d, change }) => outbox.settle(FOLLOWS, d._id, change)));
       // A repeat within the input is the edge its first mention made (or found).
       return mentions.map(({ doc, first }) => {

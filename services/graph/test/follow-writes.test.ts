@@ -207,6 +207,8 @@ describe("follow writes", { timeout: 60_000 }, () => {
     await writes.follow(t, "user:s0", "user:hub", 0);
     const items = [...Array.from({ length: 5 }, (_, i) => ({ source: `user:s${i}`, target: "user:hub" })), { source: "user:s1", target: "user:hub" }];
     expect(await writes.importMany(t, items)).toEqual(["existed", "created", "created", "created", "created", "existed"]);
+    // A rerun: every edge exists, nothing to count.
+    expect(await writes.importMany(t, items)).toEqual(["existed", "existed", "existed", "existed", "existed", "existed"]);
     await outbox.flush();
     expect(await countsOf(t, "user:hub")).toEqual({ followers: 5, following: 0, applied: [] });
     expect(await countsOf(t, "user:s3")).toEqual({ followers: 0, following: 1, applied: [] });

@@ -1,7 +1,7 @@
 import type { Db } from "mongodb";
 import {
   createCountSignal,
-  createEventOutbox,
+  createOutbox,
   REVOCATION_TTL_SECONDS,
   revocationKey,
   type Logger,
@@ -16,7 +16,7 @@ import { withOperatorCache } from "./operator-cache.js";
 import { createUserService } from "./user-routes.js";
 import { createOperatorService } from "./operator-routes.js";
 import { createDummyHash } from "./passwords.js";
-import { createSweeper, type SweepOptions } from "./sweeper.js";
+import { createTeam } from "./team.js";
 
 // Racing revocations may signal out of order: the stamp only moves forward.
 const SIGNAL_SCRIPT = `
@@ -32,29 +32,23 @@ export async function createIdentityModule(deps: {
   nats: Nats;
   sessionTtlSeconds: number;
   log: Logger;
-  /** Housekeeping of expired sessions and invites (defaults: every minute, 500 rows a batch). */
-  sweep?: SweepOptions;
+  /** How long a pending change is its writer's before the relay finishes it (tests shorten it). */
+  outboxGraceMs?: number;
 }): Promise<ServiceModule> {
   const stored = createUserRepository(deps.db);
   const storedOperators = createOperatorRepository(deps.db);
-  await Promise.all([stored.ensureIndexes(), storedOperators.ensureIndexes()]);
   const operators = withOperatorCache(storedOperators, deps.redis);
   const users = withUserCache(stored, deps.redis);
-  // user.updated: a dead writer's event is published once the record shows its write.
-  const outbox = createEventOutbox({
-    db: deps.db,
-    nats: deps.nats,
-    log: deps.log,
-    collection: "identity_outbox",
-    async confirm(event) {
-      const doc = await stored.get(event.tenant_id, String(event.data.id));
-      return doc !== null && doc.updated_at.getTime() >= Date.parse(String(event.data.updated_at));
-    },
-  });
-  await outbox.ensureIndexes();
+  // Pending changes live in the documents written: user.updated events in the user's record,
+  // owner gains in the operator's, owner losses in the team's (team.ts registers those two).
+  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.outboxGraceMs });
+  outbox.register("users");
+  const team = createTeam({ operators, outbox, log: deps.log });
+  await Promise.all([stored.ensureIndexes(), storedOperators.ensureIndexes(), outbox.ensureIndexes()]);
   const userImpl = createUserService({
     users,
     outbox,
+    nats: deps.nats,
     signal: createCountSignal(deps.redis, "users"),
     signalRevocation: async (tenantId, userId, ms) => {
       await deps.redis.redis.eval(SIGNAL_SCRIPT, 1, revocationKey(deps.redis, tenantId, userId), String(ms), String(REVOCATION_TTL_SECONDS));
@@ -62,10 +56,10 @@ export async function createIdentityModule(deps: {
   });
   const operatorImpl = createOperatorService({
     operators,
+    team,
     dummyHash: await createDummyHash(),
     sessionTtlSeconds: deps.sessionTtlSeconds,
   });
-  const sweeper = createSweeper({ operators, log: deps.log, options: deps.sweep });
   return {
     name: "identity",
     routes: (router) => {
@@ -73,12 +67,10 @@ export async function createIdentityModule(deps: {
       router.service(OperatorService, operatorImpl);
     },
     async start() {
-      sweeper.start();
       outbox.startRelay();
     },
     async stop() {
-      outbox.stop();
-      await sweeper.stop();
+      await outbox.stop();
     },
   };
 }

@@ -18,23 +18,19 @@ const operatorCodec = {
     ...d,
     created_at: d.created_at.getTime(),
     updated_at: d.updated_at.getTime(),
-    invite: d.invite && { ...d.invite, expires_at: d.invite.expires_at.getTime(), accepted_at: d.invite.accepted_at?.getTime() ?? null },
+    invite: d.invite && { token_hash: d.invite.token_hash, expires_at: d.invite.expires_at.getTime() },
   }),
   decode: (raw: unknown): OperatorDoc => {
     const o = raw as Omit<OperatorDoc, "created_at" | "updated_at" | "invite"> & {
       created_at: number;
       updated_at: number;
-      invite: { token_hash: string; expires_at: number; accepted_at: number | null } | null;
+      invite: { token_hash: string; expires_at: number } | null;
     };
     return {
       ...o,
       created_at: new Date(o.created_at),
       updated_at: new Date(o.updated_at),
-      invite: o.invite && {
-        ...o.invite,
-        expires_at: new Date(o.invite.expires_at),
-        accepted_at: o.invite.accepted_at === null ? null : new Date(o.invite.accepted_at),
-      },
+      invite: o.invite && { token_hash: o.invite.token_hash, expires_at: new Date(o.invite.expires_at) },
     };
   },
 };
@@ -64,10 +60,7 @@ export function withOperatorCache(repo: OperatorRepository, redis: RedisConn): O
     byId: (id) => readOne(ops, id, repo.byId),
     session: (hash) => readOne(sessions, hash, repo.session),
     insert: (doc) => changed([doc._id], repo.insert(doc)),
-    update: (id, set) => changed([id], repo.update(id, set)),
-    acceptInvite: (id, tokenHash, passwordHash) => changed([id], repo.acceptInvite(id, tokenHash, passwordHash)),
-    clearUsedInvites: (ids) => changed(ids, repo.clearUsedInvites(ids)),
-    deleteExpiredInvite: (id, now) => changed([id], repo.deleteExpiredInvite(id, now)),
+    updateIf: (id, filter, set, opts) => changed([id], repo.updateIf(id, filter, set, opts)),
     async deleteSession(hash) {
       const res = await repo.deleteSession(hash);
       await sessions.invalidate(SCOPE, [hash]);

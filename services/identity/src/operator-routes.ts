@@ -25,9 +25,12 @@ import {
 } from "@feeds/proto/feeds/identity/v1/identity";
 import type { OperatorDoc, OperatorRepository, RoleValue } from "./operator-repository.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
+import type { Team } from "./team.js";
 
 export interface OperatorServiceDeps {
   operators: OperatorRepository;
+  /** Team changes and invite acceptance (the owner count moves with them). */
+  team: Team;
   dummyHash: string;
   sessionTtlSeconds: number;
 }
@@ -64,9 +67,6 @@ export const operatorToProto = (d: OperatorDoc): Operator =>
     createdAt: toTimestamp(d.created_at),
     invitePending: invitePending(d),
   });
-
-/** An owner who can act: active and with the invite accepted. */
-const isActiveOwner = (d: OperatorDoc) => d.role === "owner" && d.status === "active" && !invitePending(d);
 
 /** Creates a staff operator unless one with the email exists (idempotent, race-safe). */
 export async function createStaffOperator(
@@ -126,21 +126,6 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
     return { tenantId, caller };
   }
 
-  /** The target of a team change: on the caller's tenant and not the caller (403 otherwise, never 404). */
-  async function teammate(tenantId: string, caller: OperatorDoc, id: string): Promise<OperatorDoc> {
-    const target = await operators.byId(id);
-    if (!target || target.tenant_id !== tenantId || target._id === caller._id) throw forbidden();
-    return target;
-  }
-
-  async function ensureAnotherActiveOwner(tenantId: string, target: OperatorDoc) {
-    if (!isActiveOwner(target)) return;
-    const team = await operators.ofTenant(tenantId);
-    if (!team.some((o) => o._id !== target._id && isActiveOwner(o))) {
-      throw conflict("the change would leave the tenant with no active owner");
-    }
-  }
-
   return {
     async login(req) {
       return flooredFailure(async () => {
@@ -160,13 +145,8 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
         // Hash first: every outcome costs the same work.
         const passwordHash = await hashPassword(req.password);
         const tokenHash = sha256(req.token);
-        // Under the invite's lock, so two racing acceptances cannot both pass the check.
-        const accepted = await operators.withInviteLock(tokenHash, async () => {
-          const op = await operators.byInviteHash(tokenHash);
-          if (!op?.invite || op.invite.accepted_at || op.invite.expires_at.getTime() < Date.now()) return null;
-          if (!(await operators.acceptInvite(op._id, tokenHash, passwordHash))) return null;
-          return operators.byId(op._id);
-        });
+        // One conditional update: of racing acceptances exactly one finds the token unspent.
+        const accepted = await deps.team.accept(tokenHash, passwordHash);
         if (!accepted) throw inviteFailed();
         return { session: await openSession(accepted) };
       });
@@ -211,7 +191,7 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
         role,
         status: "active",
         password_hash: null,
-        invite: { token_hash: sha256(token), expires_at: expiresAt, accepted_at: null },
+        invite: { token_hash: sha256(token), expires_at: expiresAt },
         created_at: now,
         updated_at: now,
       };
@@ -243,18 +223,8 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
     async changeRole(req, ctx) {
       const role: RoleValue | null = req.role === Role.OWNER ? "owner" : req.role === Role.MEMBER ? "member" : null;
       if (!role) throw validationFailed([{ path: "role", message: "owner or member" }]);
-      const tenantId = requireTenant(ctx);
-      const first = await owningCaller(ctx);
-      // Under the team lock, re-read caller and target and check, so that two concurrent
-      // changes (two owners demoting each other) cannot both pass.
-      const updated = await operators.withTeamLock(tenantId, async () => {
-        const target = await teammate(tenantId, first.caller, req.operatorId);
-        // The owner rule first: a caller who lost a race for the last two owners gets its 409.
-        if (role === "member") await ensureAnotherActiveOwner(tenantId, target);
-        await owningCaller(ctx);
-        return operators.update(target._id, { role });
-      });
-      if (!updated) throw forbidden();
+      const { tenantId, caller } = await owningCaller(ctx);
+      const updated = await deps.team.change(tenantId, caller._id, req.operatorId, { role });
       return { operator: operatorToProto(updated) };
     },
 
@@ -262,16 +232,8 @@ export function createOperatorService(deps: OperatorServiceDeps): ServiceImpl<ty
       const status =
         req.status === OperatorStatus.ACTIVE ? "active" : req.status === OperatorStatus.DISABLED ? "disabled" : null;
       if (!status) throw validationFailed([{ path: "status", message: "active or disabled" }]);
-      const tenantId = requireTenant(ctx);
-      const first = await owningCaller(ctx);
-      const updated = await operators.withTeamLock(tenantId, async () => {
-        const target = await teammate(tenantId, first.caller, req.operatorId);
-        // The owner rule first: a caller who lost a race for the last two owners gets its 409.
-        if (status === "disabled") await ensureAnotherActiveOwner(tenantId, target);
-        await owningCaller(ctx);
-        return operators.update(target._id, { status });
-      });
-      if (!updated) throw forbidden();
+      const { tenantId, caller } = await owningCaller(ctx);
+      const updated = await deps.team.change(tenantId, caller._id, req.operatorId, { status });
       // Disabling ends the operator's sessions at once.
       if (status === "disabled") await operators.deleteSessionsOf(updated._id);
       return { operator: operatorToProto(updated) };

@@ -1,7 +1,7 @@
-import type { Collection, Db } from "mongodb";
-import { createReadCache, dateFieldsCodec, isDuplicateKey, type RedisConn } from "@feeds/kit";
+import type { Collection, Db, UpdateFilter } from "mongodb";
+import { createReadCache, dateFieldsCodec, type OutboxFields, type PendingChange, type RedisConn } from "@feeds/kit";
 
-export interface UserDoc {
+export interface UserDoc extends OutboxFields {
   _id: string; // `${tenant_id}/${id}`
   tenant_id: string;
   id: string;
@@ -14,7 +14,7 @@ export interface UserDoc {
 }
 
 /** A user's revocation stamp, kept apart from the record: any user id can be revoked, and no
- * upsert's read-modify-write (FerretDB v1) can overwrite it. */
+ * upsert of the record touches it. */
 interface RevocationDoc {
   _id: string; // `${tenant_id}/${id}`
   tenant_id: string;
@@ -22,21 +22,17 @@ interface RevocationDoc {
   revoked_before: Date;
 }
 
-const key = (tenantId: string, id: string) => `${tenantId}/${id}`;
+/** The `_id` of a user's record. */
+export const userKey = (tenantId: string, id: string) => `${tenantId}/${id}`;
+const key = userKey;
+/** Reads leave out the pending changes (the events a write still owes). */
+const PUBLIC = { projection: { outbox: 0, outbox_pending: 0 } };
 export const NEVER_REVOKED = new Date(0);
 
 /** The stamp that refuses a user's tokens: the later of its revocation and its record's floor. */
 export function revokedBefore(record: UserDoc | null, revocation: Date | undefined): Date {
   const floor = record?.revoked_before ?? NEVER_REVOKED;
   return revocation && revocation > floor ? revocation : floor;
-}
-
-/** An upsert that lost a race to create its document (a duplicate `_id`) applies as an update. */
-function upsertRetried<T>(write: () => Promise<T>): Promise<T> {
-  return write().catch((e: unknown) => {
-    if (isDuplicateKey(e)) return write();
-    throw e;
-  });
 }
 
 /** All MongoDB access for end-users; every method takes the tenant first. */
@@ -47,39 +43,43 @@ export function createUserRepository(db: Db) {
     async ensureIndexes() {
       await users.createIndex({ tenant_id: 1, created_at: -1, _id: -1 });
     },
-    get: (tenantId: string, id: string) => users.findOne({ _id: key(tenantId, id) }),
+    get: (tenantId: string, id: string) => users.findOne({ _id: key(tenantId, id) }, PUBLIC),
     count: (tenantId: string) => users.countDocuments({ tenant_id: tenantId }),
     getMany: (tenantId: string, ids: string[]) =>
-      users.find({ tenant_id: tenantId, _id: { $in: ids.map((id) => key(tenantId, id)) } }).toArray(),
-    /** Upsert; answers the stored document and whether it was created. */
-    async upsert(tenantId: string, id: string, customJson: string, now = new Date()): Promise<{ doc: UserDoc; created: boolean }> {
-      const before = await upsertRetried(() =>
-        users.findOneAndUpdate(
-          { _id: key(tenantId, id) },
-          {
-            $set: { custom_json: customJson, updated_at: now },
-            $setOnInsert: { tenant_id: tenantId, id, created_at: now, revoked_before: NEVER_REVOKED },
-          },
-          { upsert: true, returnDocument: "before" },
-        ),
-      );
+      users.find({ tenant_id: tenantId, _id: { $in: ids.map((id) => key(tenantId, id)) } }, PUBLIC).toArray(),
+    /**
+     * Upsert; answers the stored document and whether it was created. `pending` (the outbox's
+     * `forUpdate`) records the events the write owes in the same update.
+     */
+    async upsert(
+      tenantId: string,
+      id: string,
+      customJson: string,
+      now = new Date(),
+      pending?: { $push: { outbox: PendingChange }; $set: { outbox_pending: true } },
+    ): Promise<{ doc: UserDoc; created: boolean }> {
+      const update: UpdateFilter<UserDoc> = {
+        $set: { custom_json: customJson, updated_at: now, ...pending?.$set },
+        $setOnInsert: { tenant_id: tenantId, id, created_at: now, revoked_before: NEVER_REVOKED },
+      };
+      if (pending) update.$push = pending.$push;
+      const before = await users.findOneAndUpdate({ _id: key(tenantId, id) }, update, { upsert: true, returnDocument: "before" });
       if (!before) {
         return {
           created: true,
           doc: { _id: key(tenantId, id), tenant_id: tenantId, id, custom_json: customJson, created_at: now, updated_at: now, revoked_before: NEVER_REVOKED },
         };
       }
-      return { created: false, doc: { ...before, custom_json: customJson, updated_at: now } };
+      const { outbox: _o, outbox_pending: _p, ...record } = before;
+      return { created: false, doc: { ...record, custom_json: customJson, updated_at: now } };
     },
     /** Refuses the user's tokens issued before `at`, record or not; answers the stored stamp
      * (a concurrent later revocation wins: the stamp only moves forward). */
     async revoke(tenantId: string, id: string, at: Date): Promise<Date> {
-      const doc = await upsertRetried(() =>
-        revocations.findOneAndUpdate(
-          { _id: key(tenantId, id) },
-          { $max: { revoked_before: at }, $setOnInsert: { tenant_id: tenantId, id } },
-          { upsert: true, returnDocument: "after" },
-        ),
+      const doc = await revocations.findOneAndUpdate(
+        { _id: key(tenantId, id) },
+        { $max: { revoked_before: at }, $setOnInsert: { tenant_id: tenantId, id } },
+        { upsert: true, returnDocument: "after" },
       );
       return doc && doc.revoked_before > at ? doc.revoked_before : at;
     },
@@ -100,7 +100,7 @@ export function createUserRepository(db: Db) {
             ],
           }
         : { tenant_id: tenantId };
-      return users.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+      return users.find(filter, PUBLIC).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
     },
   };
 }
@@ -124,8 +124,8 @@ export function withUserCache(repo: UserRepository, redis: RedisConn): UserRepos
       const found = await cache.read(tenantId, ids, async (missing) => new Map((await repo.getMany(tenantId, missing)).map((d) => [d.id, d])));
       return [...found.values()];
     },
-    async upsert(tenantId, id, customJson, now) {
-      const res = await repo.upsert(tenantId, id, customJson, now);
+    async upsert(tenantId, id, customJson, now, pending) {
+      const res = await repo.upsert(tenantId, id, customJson, now, pending);
       await cache.invalidate(tenantId, [id]);
       return res;
     },

@@ -9,19 +9,23 @@ import {
   pageLimit,
   requireTenant,
   newEvent,
+  eventMessages,
+  publishEvents,
   toTimestamp,
   validationFailed,
   type CountSignal,
-  type EventOutbox,
   type FieldError,
+  type Nats,
+  type Outbox,
 } from "@feeds/kit";
 import { UserSchema, UserService, type User } from "@feeds/proto/feeds/identity/v1/identity";
-import { revokedBefore, type UserDoc, type UserRepository } from "./user-repository.js";
+import { revokedBefore, userKey, type UserDoc, type UserRepository } from "./user-repository.js";
 
 export interface UserServiceDeps {
   users: UserRepository;
-  /** user.updated: recorded before the upsert, published after it (batch imports are quiet). */
-  outbox: EventOutbox;
+  /** user.updated: recorded in the upserted record, published after it (batch imports are quiet). */
+  outbox: Outbox;
+  nats: Nats;
   /** The console's change signal of users (count, version). */
   signal: CountSignal;
   /** Publishes a user's revoked_before to every gateway replica (epoch ms). */
@@ -71,7 +75,8 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
       const customJson = req.customJson || "{}";
       const now = new Date();
       // The event carries the User as the upsert leaves it: created_at is the stored one, read
-      // first (a racing creator's is put in once the upsert answers it).
+      // first. It is recorded in the record by the upsert itself, so it exists if and only if
+      // the write happened; the relay publishes it should this writer not.
       const [before, rv] = await Promise.all([users.get(tenant, req.id), users.revocations(tenant, [req.id])]);
       const data = {
         id: req.id,
@@ -80,11 +85,19 @@ export function createUserService(deps: UserServiceDeps): ServiceImpl<typeof Use
         updated_at: now.toISOString(),
       };
       const event = newEvent("user.updated", tenant, data, { at: now });
-      const { doc, created } = await deps.outbox.emit(tenant, [event], async () => {
-        const res = await users.upsert(tenant, req.id, customJson, now);
-        data.created_at = res.doc.created_at.toISOString();
-        return res;
-      });
+      const change = deps.outbox.change(eventMessages(deps.nats, [event]));
+      const { doc, created } = await users.upsert(tenant, req.id, customJson, now, deps.outbox.forUpdate(change));
+      const stored = doc.created_at.toISOString();
+      if (stored === data.created_at) await deps.outbox.settle("users", userKey(tenant, req.id), change);
+      else {
+        // A racing creator's record: the event says its created_at (the recorded one, the relay's
+        // should this publish fail, is a few milliseconds off).
+        data.created_at = stored;
+        await publishEvents(deps.nats, [event]).then(
+          () => deps.outbox.discard("users", userKey(tenant, req.id), change),
+          () => undefined,
+        );
+      }
       await deps.signal.bump(tenant, created ? 1 : 0);
       return { user: userToProto(doc, revokedBefore(doc, rv.get(req.id))), created };
     },

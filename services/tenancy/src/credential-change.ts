@@ -1,13 +1,16 @@
 import { randomUUID } from "node:crypto";
-import { internal, isCode, notFound, type Logger } from "@feeds/kit";
+import { internal, notFound, type Logger } from "@feeds/kit";
 import type { CredentialChange, TenantDoc, TenantRepository } from "./tenant-repository.js";
 
 export interface CredentialChangeDeps {
-  tenants: Pick<TenantRepository, "byId" | "change" | "undo" | "withTenantLock">;
+  tenants: Pick<TenantRepository, "byId" | "change" | "undo">;
   /** Tells every gateway replica that a tenant's credential or status changed (Redis). */
   signalChange: (apiKey: string) => Promise<void>;
   log: Logger;
 }
+
+/** Attempts of a change that other changes of the same tenant keep coming before. */
+const MAX_ATTEMPTS = 20;
 
 /**
  * Changes a tenant's secret or status all or nothing, as far as its callers can tell: the change
@@ -17,42 +20,51 @@ export interface CredentialChangeDeps {
  * down nothing changes; when the signal after the write fails, the change is undone (only while
  * it is still the stored one) and the caller gets INTERNAL. A change that can be neither
  * signalled nor undone stands and is answered: its caller then holds the secret that is stored.
+ *
+ * Concurrent changes of one tenant: each applies only to the state it read (its change id), so
+ * what it would undo is exactly what it replaced. One that finds another came first reads again
+ * and applies after it: two rotations both answer, one after the other, as if in turn.
  */
 export function createCredentialChanges(deps: CredentialChangeDeps) {
   const { tenants, signalChange, log } = deps;
+
+  /** One attempt: the tenant after the change, or null when another change came first. */
+  async function attempt(id: string, change: CredentialChange): Promise<TenantDoc | null> {
+    const before = await tenants.byId(id);
+    if (!before) throw notFound("tenant not found");
+    await signalChange(before.api_key);
+    const changeId = randomUUID();
+    let after: TenantDoc | null = null;
+    try {
+      after = await tenants.change(id, change, changeId, before.change_id ?? null);
+      if (!after) return null;
+      await signalChange(after.api_key);
+      return after;
+    } catch (err) {
+      // The write may have landed even when its answer was lost: undo it all the same.
+      const restore = "secret" in change ? { secret: before.secret } : { status: before.status };
+      let undone: boolean;
+      try {
+        undone = await tenants.undo(id, changeId, { ...restore, updated_at: before.updated_at });
+      } catch (undoErr) {
+        log.error({ err: String(err), undoErr: String(undoErr), tenant: id }, "credential change neither signalled nor undone");
+        // Stored for sure: answered, so that its caller holds what the gateways will verify.
+        if (after) return after;
+        throw internal(err);
+      }
+      // Undone, or never stored (or replaced by a later change): ours is not stored.
+      if (undone) await signalChange(before.api_key).catch(() => undefined);
+      throw internal(err);
+    }
+  }
+
   return {
-    apply(id: string, change: CredentialChange): Promise<TenantDoc> {
-      return tenants.withTenantLock(id, async (lease) => {
-        const before = await tenants.byId(id);
-        if (!before) throw notFound("tenant not found");
-        await signalChange(before.api_key);
-        const changeId = randomUUID();
-        let after: TenantDoc | null = null;
-        try {
-          after = await tenants.change(id, change, changeId);
-          if (!after) throw notFound("tenant not found");
-          await signalChange(after.api_key);
-          return after;
-        } catch (err) {
-          if (!after && isCode(err, "NOT_FOUND")) throw err;
-          // The write may have landed even when its answer was lost: undo it all the same.
-          const restore = "secret" in change ? { secret: before.secret } : { status: before.status };
-          let undone: boolean;
-          try {
-            // A lock we lost may be another change's by now: whether ours stands is unknown.
-            if (!(await lease.stillHeld())) throw new Error("the tenant lock was lost");
-            undone = await tenants.undo(id, changeId, { ...restore, updated_at: before.updated_at });
-          } catch (undoErr) {
-            log.error({ err: String(err), undoErr: String(undoErr), tenant: id }, "credential change neither signalled nor undone");
-            // Stored for sure: answered, so that its caller holds what the gateways will verify.
-            if (after) return after;
-            throw internal(err);
-          }
-          // Undone, or never stored (or replaced by a later change): ours is not stored.
-          if (undone) await signalChange(before.api_key).catch(() => undefined);
-          throw internal(err);
-        }
-      });
+    async apply(id: string, change: CredentialChange): Promise<TenantDoc> {
+      for (let i = 0; i < MAX_ATTEMPTS; i++) {
+        const after = await attempt(id, change);
+        if (after) return after;
+      }
+      throw internal(new Error(`tenant ${id}: other changes kept coming first`));
     },
   };
 }

@@ -1,5 +1,6 @@
+import { randomUUID } from "node:crypto";
 import type { Collection, Db } from "mongodb";
-import { createLocks, type Lease, type Sealed } from "@feeds/kit";
+import type { Sealed } from "@feeds/kit";
 
 export type TenantStatusValue = "active" | "suspended";
 
@@ -12,7 +13,8 @@ export interface TenantDoc {
   rate_limit_per_minute: number | null;
   created_at: Date;
   updated_at: Date;
-  /** Names the last change of secret or status, so that only that change is ever undone. */
+  /** Names the last change of secret or status: a change applies only to the state it was decided
+   * on, and only that change is ever undone. */
   change_id?: string;
 }
 
@@ -22,7 +24,6 @@ export type CredentialChange = Pick<TenantDoc, "secret"> | Pick<TenantDoc, "stat
 /** All MongoDB access for tenants. */
 export function createTenantRepository(db: Db) {
   const tenants: Collection<TenantDoc> = db.collection<TenantDoc>("tenants");
-  const locks = createLocks(db, "tenant_locks");
   return {
     async ensureIndexes() {
       await tenants.createIndex({ api_key: 1 }, { unique: true });
@@ -43,21 +44,26 @@ export function createTenantRepository(db: Db) {
         : {};
       return tenants.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
     },
-    /** Applies a change under a new `change_id`; answers the tenant after it, or null. */
-    change(id: string, set: CredentialChange, changeId: string) {
+    /**
+     * Applies a change under a new `change_id`, only while the stored change is still `after`
+     * (the one the change was decided on: null for a tenant never changed); answers the tenant
+     * after it, or null when another change came first (or there is no such tenant).
+     */
+    change(id: string, set: CredentialChange, changeId: string, after: string | null) {
       return tenants.findOneAndUpdate(
-        { _id: id },
+        { _id: id, change_id: after ?? { $exists: false } },
         { $set: { ...set, change_id: changeId, updated_at: new Date() } },
         { returnDocument: "after" },
       );
     },
-    /** Puts back what a change replaced, only while that change is still the stored one. */
+    /**
+     * Puts back what a change replaced, only while that change is still the stored one, under a
+     * change id of its own (so a change decided on the undone state does not apply).
+     */
     async undo(id: string, changeId: string, restore: CredentialChange & Pick<TenantDoc, "updated_at">): Promise<boolean> {
-      const r = await tenants.updateOne({ _id: id, change_id: changeId }, { $set: restore });
+      const r = await tenants.updateOne({ _id: id, change_id: changeId }, { $set: { ...restore, change_id: randomUUID() } });
       return r.matchedCount === 1;
     },
-    /** Serialises changes of one tenant's credential (FerretDB v1 has no atomic compare-and-set). */
-    withTenantLock: <T>(id: string, fn: (lease: Lease) => Promise<T>) => locks.withLock(`tenant:${id}`, fn),
   };
 }
 

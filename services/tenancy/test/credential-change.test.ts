@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client, type ConnectRouter } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, fromRpcError, tenantVersionKey, unseal, type Sealed, rootKeys } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, fromRpcError, tenantVersionKey, seal, unseal, type Sealed, rootKeys } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { TenancyService, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenancyModule } from "../src/module.js";
@@ -10,9 +10,10 @@ import { createCredentialChanges } from "../src/credential-change.js";
 import { createTenancyService } from "../src/routes.js";
 
 // Secret rotation and status changes when Redis (the change signal every gateway replica reads)
-// fails: either the caller gets the change or nothing changed. Real MongoDB-wire storage
-// (FerretDB here) and real Redis, in a namespace of their own removed afterwards; the Redis
-// client handed to the service fails its writes on cue, as a Redis that went down would.
+// fails: either the caller gets the change or nothing changed. Real MongoDB-wire storage and
+// real Redis, in a namespace of their own removed afterwards; the Redis client handed to the
+// service fails its writes on cue, as a Redis that went down would. Concurrent changes of one
+// tenant race for real (no lock: each applies only to the state it read).
 
 const masterKey = randomBytes(32);
 
@@ -126,5 +127,40 @@ describe("credential changes when Redis fails", () => {
     const res = await direct.rotateSecret({ id: t.id });
     expect(res.apiSecret).not.toBe(t.secret);
     expect(secretOf(await row(t.id))).toBe(res.apiSecret);
+  });
+
+  it("concurrent rotations all answer, one after the other: the stored secret is one of those handed back", async () => {
+    const t = await newTenant();
+    const answers = await Promise.all(Array.from({ length: 5 }, () => client.rotateSecret({ id: t.id })));
+    const secrets = answers.map((a) => a.apiSecret);
+    expect(new Set(secrets).size).toBe(5);
+    expect(secrets).toContain(secretOf(await row(t.id)));
+  });
+
+  it("a change decided on a state another change replaced applies after it, and undoes only itself", async () => {
+    const t = await newTenant();
+    const tenants = createTenantRepository(env.db);
+    const sealed = (secret: string) => seal(masterKey, secret, `tenant:${t.id}`);
+    // A rotates while B has read the tenant (B's first signal waits for A's whole change).
+    let aDone!: () => void;
+    const aFinished = new Promise<void>((r) => (aDone = r));
+    const a = createCredentialChanges({ tenants, signalChange: async () => undefined, log });
+    let bSignals = 0;
+    const b = createCredentialChanges({
+      tenants,
+      log,
+      signalChange: async () => {
+        if (bSignals++ === 0) await aFinished;
+        // The signal after B's own write fails: B's secret is stored.
+        if (secretOf(await row(t.id)) === "secret-b") throw new Error("redis is down");
+      },
+    });
+    const bAnswer = codeOf(b.apply(t.id, { secret: sealed("secret-b") }));
+    await new Promise((r) => setTimeout(r, 50));
+    await a.apply(t.id, { secret: sealed("secret-a") });
+    aDone();
+    expect(await bAnswer).toBe("INTERNAL");
+    // A's caller holds secret-a: B's undo put back A's secret, not the one B had read.
+    expect(secretOf(await row(t.id))).toBe("secret-a");
   });
 });

@@ -100,6 +100,12 @@ export function createCountRepository(db: Db) {
       }
     },
 
+    /** Whether change `changeId`'s moves are in the counts of every one of `feeds` (their documents hold its id). */
+    async hold(tenantId: string, feeds: readonly string[], changeId: string): Promise<boolean> {
+      const n = await counts.countDocuments({ _id: { $in: feeds.map((f) => countKey(tenantId, f)) }, applied: changeId });
+      return n === feeds.length;
+    },
+
     /** Follower and following counts; a feed never followed nor following has none. */
     get: (tenantId: string, feed: string) => counts.findOne({ _id: countKey(tenantId, feed) }),
 

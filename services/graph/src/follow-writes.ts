@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import {
   eventMessages,
   internal,
-  OUTBOX_GRACE_MS,
   type Logger,
   type Nats,
   type Outbox,
@@ -27,6 +26,16 @@ export const FOLLOWS = "follows";
  * - `unfollow`: the edge goes: -1 each, its history removal task (unless keep_history) and
  *   follow.deleted (id `event`, at the change's time, data from the edge), then the edge is deleted.
  */
+/**
+ * How long a change of an edge is its writer's before the relay may take it for a dead writer's
+ * (the outbox's grace). Longer than kit's default: an edge writer under load (a busy storage, an
+ * unfollow waiting for the follow it undoes) can take seconds to its count moves, and a relay
+ * that finished and cleared its change meanwhile would let its late move count twice (the clear
+ * takes the change id off the counts). A dead writer's history copy and events come this much
+ * later; a live writer's are published right after its write, whatever this is.
+ */
+export const FOLLOW_GRACE_MS = 10_000;
+
 export type ChangeData = { kind: "follow" } | { kind: "copy" } | { kind: "unfollow"; event: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,14 +44,14 @@ const POLL_MS = 20;
 
 export interface FollowWritesDeps {
   follows: Pick<FollowRepository, "insert" | "insertMany" | "find" | "recordOnLive" | "markRemoval" | "deleteMarked" | "pending">;
-  counts: Pick<CountRepository, "apply">;
+  counts: Pick<CountRepository, "apply" | "hold">;
   outbox: Pick<Outbox, "change" | "forInsert" | "forUpdate" | "settle" | "discard">;
   nats: Nats;
   tasks: HistoryTasks;
   /** The fan-out's cached follower sets, invalidated after each edge change. */
   followerSets: Pick<FollowerSets, "invalidate">;
   log: Logger;
-  /** How long a change is its writer's (kit's outbox grace; tests shorten it). */
+  /** How long a change is its writer's: the outbox's grace (FOLLOW_GRACE_MS; tests shorten it). */
   graceMs?: number;
 }
 
@@ -62,7 +71,7 @@ const dataOf = (c: PendingChange) => c.data as ChangeData | undefined;
  */
 export function createFollowWrites(deps: FollowWritesDeps) {
   const { follows, counts, outbox, nats, tasks, log } = deps;
-  const graceMs = deps.graceMs ?? OUTBOX_GRACE_MS;
+  const graceMs = deps.graceMs ?? FOLLOW_GRACE_MS;
   const stale = (c: PendingChange) => Date.now() - c.at.getTime() > graceMs;
 
   const countTargets = (t: string, source: string, target: string): OutboxTarget[] => [
@@ -86,14 +95,17 @@ export function createFollowWrites(deps: FollowWritesDeps) {
 
   /**
    * Before an edge goes: the follows pending on it (`changes`, as read with the mark) must have
-   * their counts in. A change still pending is its writer's while young (wait for its clear: its
-   * moves precede it) and a dead writer's once stale (replay its moves, publish its messages).
+   * their counts in. A change still pending is its writer's while young (wait until its moves are
+   * in: the counts hold its id, or it was cleared, which comes after them) and a dead writer's
+   * once stale (replay its moves, publish its messages).
    */
   async function followsIn(edge: FollowDoc, changes: readonly PendingChange[]): Promise<void> {
+    const feeds = [edge.source_feed, edge.target_feed];
     for (const c of changes) {
       if (dataOf(c)?.kind !== "follow") continue;
       while (await follows.pending(edge._id, c.id)) {
         if (!stale(c)) {
+          if (await counts.hold(edge.tenant_id, feeds, c.id)) break;
           await sleep(POLL_MS);
           continue;
         }

@@ -3,7 +3,7 @@ import { createLocks, createOutbox, createWorkerBeats, ensureQueue, type Clients
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createCountRepository } from "./count-repository.js";
 import { createFollowRepository, type FollowDoc } from "./follow-repository.js";
-import { createFollowWrites, FOLLOWS } from "./follow-writes.js";
+import { createFollowWrites, FOLLOW_GRACE_MS, FOLLOWS } from "./follow-writes.js";
 import { createFollowerSets } from "./follower-sets.js";
 import { createGraphService } from "./routes.js";
 import { historyTasks } from "./tasks.js";
@@ -25,7 +25,7 @@ export async function createGraphModule(deps: {
   await ensureQueue(deps.nats, "notify");
   const follows = createFollowRepository(deps.db);
   const counts = createCountRepository(deps.db);
-  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log });
+  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: FOLLOW_GRACE_MS });
   const followerSets = createFollowerSets(deps.redis, follows);
   const writes = createFollowWrites({ follows, counts, outbox, nats: deps.nats, tasks: historyTasks(deps.nats), followerSets, log: deps.log });
   // A change whose writer died (or could not publish) is finished by the relay (follow-writes.ts).

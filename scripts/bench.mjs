@@ -8,6 +8,7 @@
 //                        their counts, 10 notification page, 11 webhook deliveries, 12 warm
 //                        first page as a user with reactions and promoted records, 13 mixed
 //                        open-loop load and overload with RSS)
+//                        14 follows with their counts
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
 //                        (bench 1, benches 6 and 8 over their measured rounds, 12 over its load)
@@ -678,6 +679,38 @@ if (want(13)) {
       });
       row({ bench: b, figure: `idle RSS, one process, after set-up (${r.users} users, ${r.users * r.follows} follows, ${r.seedPosts} activities)`, value: r.idleRssMb, unit: "MB", target: "< 300 MB", status: status(r.idleRssMb < 300) });
       row({ bench: b, figure: "peak RSS, one process, over the mixed-load rounds (sampled every 100 ms)", value: r.peakRssMb, unit: "MB", target: "report" });
+    } catch (e) {
+      errorRow(b, e);
+    }
+  }
+}
+
+// 14 (issue 19): follows with their counts vs a bare route doing the edge insert and two $incs.
+if (want(14)) {
+  const b = "14 follows";
+  const path = join(root, "test", "bench", "follows.mjs");
+  if (!existsSync(path)) errorRow(b, new Error("test/bench/follows.mjs does not exist yet"), "SKIP");
+  else {
+    await before("14");
+    try {
+      log("bench 14: follows with their counts vs as many bare edge inserts + two $incs");
+      const r = await (await import(pathToFileURL(path).href)).runFollows({ infra, log, rounds });
+      raw.follows = r;
+      const other = r.machine?.otherCores;
+      const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} ms`;
+      const errs = (x) => (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors` : "");
+      row({ bench: b, other, figure: `bare Fastify, edge insertOne + two $inc upserts, as many per round as the follows (${ms(r.floor)}${errs(r.floor)})`, value: r.floor.rps, unit: "req/s" });
+      row({
+        bench: b,
+        other,
+        figure: `POST follow, many feeds × ${r.targets} targets, each answered after both counts moved (${ms(r.follows)}${errs(r.follows)}; ${r.stored.edges} edges, counts exact; ${fmt(r.commandsPerFollow)} MongoDB commands each)`,
+        value: r.follows.rps,
+        unit: "req/s",
+        floor: r.floor.rps,
+        ratio: r.ratio,
+        target: "≥ 50%",
+        status: status(r.ratio >= 0.5 && !r.follows.non2xx && !r.follows.errors),
+      });
     } catch (e) {
       errorRow(b, e);
     }

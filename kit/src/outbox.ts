@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Collection, Db, Document, Filter, UpdateFilter } from "mongodb";
 import { eventSubject, type FeedEvent } from "./events.js";
 import type { Logger } from "./log.js";
+import { workScope } from "./metrics.js";
 import type { Nats } from "./nats.js";
 
 // One outbox for every service. A write that owes messages to JetStream (events, fan-out tasks)
@@ -149,10 +150,13 @@ export function createOutbox(o: OutboxOptions) {
 
   function clearLater(collection: string, docId: string, change: PendingChange): void {
     queued.push({ collection, docId, change });
-    if (queued.length >= CLEAR_MAX) {
-      clearTimeout(clearTimer);
-      flushClears();
-    } else clearTimer ??= setTimeout(flushClears, CLEAR_DELAY_MS);
+    // Background work, not the request's that queued it (its commands are counted apart).
+    workScope.exit(() => {
+      if (queued.length >= CLEAR_MAX) {
+        clearTimeout(clearTimer);
+        flushClears();
+      } else clearTimer ??= setTimeout(flushClears, CLEAR_DELAY_MS);
+    });
   }
 
   async function publish(messages: readonly OutboxMessage[]): Promise<void> {

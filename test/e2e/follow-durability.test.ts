@@ -128,12 +128,12 @@ describe("follow counts and history survive replicas, crashes and outages", () =
   /** Until the work queue holds nothing: every published history task (and fan-out) is done. */
   const drained = () => queueDrained("fanout", { url });
 
-  /** Until the graph's outbox holds nothing of the tenant (every history task published), then the queue drained. */
+  /** Until no edge of the tenant holds a pending change (every history task published), then the queue drained. */
   async function settled(tenantId: string) {
     const mongo = new MongoClient(infra.mongoUrl);
     try {
-      const outbox = mongo.db(namespace).collection("follow_pending");
-      await until("the graph's outbox to empty", async () => ((await outbox.countDocuments({ tenant_id: tenantId })) === 0 ? true : undefined), 30_000);
+      const edges = mongo.db(namespace).collection("follows");
+      await until("the graph's outbox to empty", async () => ((await edges.countDocuments({ tenant_id: tenantId, outbox_pending: true })) === 0 ? true : undefined), 30_000);
     } finally {
       await mongo.close();
     }
@@ -199,13 +199,31 @@ describe("follow counts and history survive replicas, crashes and outages", () =
   it("an edge whose writer died before counting it (its outbox record left behind) is counted within seconds", { timeout: 60_000 }, async () => {
     const { id, token } = await tenantWithId();
     expect((await follow(token, "user:a", "user:b")).status).toBe(201);
-    // What a graph writer leaves when it dies between the edge write and the counts: its outbox
-    // record (written first) and the edge, with the counts still as they were.
+    // What a graph writer leaves when it dies between the edge write and the counts: the edge,
+    // carrying its pending change (the count moves it owes, its follow.created), with the counts
+    // still as they were.
     const mongo = new MongoClient(infra.mongoUrl);
     try {
       const db = mongo.db(namespace);
-      await db.collection("follow_pending").insertOne({ _id: randomUUID() as never, tenant_id: id, feeds: ["user:c", "user:b"], source: "user:c", target: "user:b", at: new Date() });
-      await db.collection("follows").insertOne({ _id: `${id}/user:c/user:b` as never, tenant_id: id, source_feed: "user:c", target_feed: "user:b", created_at: new Date() });
+      const at = new Date();
+      const data = { source_group: "user", source_id: "c", target_group: "user", target_id: "b", created_at: at.toISOString() };
+      const event = { id: randomUUID(), type: "follow.created", tenant_id: id, created_at: at.toISOString(), data };
+      const change = {
+        id: randomUUID(),
+        at,
+        messages: [{ subject: `${namespace}.notify.event`, msgId: `ev:${event.id}`, data: JSON.stringify(event) }],
+        targets: [`${id}/user:c`, `${id}/user:b`].map((t) => ({ collection: "follow_counts", id: t })),
+        data: { kind: "follow" },
+      };
+      await db.collection("follows").insertOne({
+        _id: `${id}/user:c/user:b` as never,
+        tenant_id: id,
+        source_feed: "user:c",
+        target_feed: "user:b",
+        created_at: at,
+        outbox: [change],
+        outbox_pending: true,
+      });
     } finally {
       await mongo.close();
     }

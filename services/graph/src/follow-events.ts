@@ -1,5 +1,5 @@
 import { newEvent, type FeedEvent } from "@feeds/kit";
-import { feedKeyOf, type FollowDoc, type FollowRepository } from "./follow-repository.js";
+import { feedKeyOf, type FollowDoc } from "./follow-repository.js";
 
 // The events of edge changes (contract section 3): `follow.created` when an edge appears,
 // `follow.deleted` when one disappears; a repeated follow or an unfollow of no edge has none, and
@@ -25,24 +25,6 @@ export function followData(source: string, target: string, createdAt: Date): Fol
 export const followCreated = (tenantId: string, source: string, target: string, at: Date): FeedEvent =>
   newEvent("follow.created", tenantId, followData(source, target, at), { at });
 
-/** The event of removing `edge`, now. */
-export const followDeleted = (tenantId: string, edge: FollowDoc): FeedEvent =>
-  newEvent("follow.deleted", tenantId, followData(edge.source_feed, edge.target_feed, edge.created_at));
-
-/**
- * For the relay, of a record whose writer died: did its event's edge change happen? The edge's
- * created_at tells one edge from another between the same feeds: follow.created happened while
- * that very edge exists; follow.deleted once it no longer does.
- */
-export function createFollowEventConfirm(follows: Pick<FollowRepository, "find">) {
-  return async (e: FeedEvent): Promise<boolean> => {
-    const d = e.data as FollowData;
-    const edge = await follows.find(e.tenant_id, `${d.source_group}:${d.source_id}`, `${d.target_group}:${d.target_id}`);
-    const same = edge !== null && edge.created_at.toISOString() === d.created_at;
-    if (e.type === "follow.created") return same;
-    if (e.type === "follow.deleted") return !same;
-    return false;
-  };
-}
-
-export type FollowEventConfirm = ReturnType<typeof createFollowEventConfirm>;
+/** The event of removing `edge` (`id` and `at` chosen when the removal was recorded, so that a replay publishes the same event). */
+export const followDeleted = (tenantId: string, edge: Pick<FollowDoc, "source_feed" | "target_feed" | "created_at">, opts: { id: string; at: Date }): FeedEvent =>
+  newEvent("follow.deleted", tenantId, followData(edge.source_feed, edge.target_feed, edge.created_at), opts);

@@ -6,11 +6,11 @@ import type { FollowRepository } from "./follow-repository.js";
 // other feed's fan-out makes one pass over MongoDB; a pass that finds at most SMALL_SET followers
 // fills the cache with them, a larger one fills it with "not here" (a fan-out must not hold a
 // large set, so the next pass streams again without collecting). One pass, never a sized read
-// first: on FerretDB v1 a limited read of SMALL_SET + 1 edges of a 10,000-follower feed cost
-// 47–80 ms before the first chunk could go out.
+// first: a limited read of SMALL_SET + 1 edges of a 10,000-follower feed cost 47–80 ms before the
+// first chunk could go out.
 // Every edge change invalidates the feeds it touched after its write (follow-writes.ts), and the
-// outbox relay again for a change whose writer died or failed there (relay.ts); the read
-// cache's generations keep a pass that raced the change from storing the old set.
+// outbox relay's finish again for a change whose writer died or failed there; the read cache's
+// generations keep a pass that raced the change from storing the old set.
 
 /** Follower sets up to this size are cached whole. */
 export const SMALL_SET = 1000;

@@ -1,28 +1,12 @@
 import type { Db } from "mongodb";
-import {
-  createLocks,
-  createWorkerBeats,
-  ensureQueue,
-  publishEvents,
-  type Clients,
-  type FeedEvent,
-  type Logger,
-  type Nats,
-  type RedisConn,
-  type ServiceModule,
-} from "@feeds/kit";
+import { createLocks, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createCountRepository } from "./count-repository.js";
-import { createCounter } from "./counter.js";
-import { createFollowEventConfirm } from "./follow-events.js";
-import { createFeedLocks } from "./feed-locks.js";
-import { createFollowRepository } from "./follow-repository.js";
-import { createFollowWrites } from "./follow-writes.js";
+import { createFollowRepository, type FollowDoc } from "./follow-repository.js";
+import { createFollowWrites, FOLLOW_GRACE_MS, FOLLOWS } from "./follow-writes.js";
 import { createFollowerSets } from "./follower-sets.js";
-import { createPendingRepository } from "./pending-repository.js";
-import { createRelay } from "./relay.js";
 import { createGraphService } from "./routes.js";
-import { createHistoryTasks } from "./tasks.js";
+import { historyTasks } from "./tasks.js";
 import { createHistoryWorker } from "./worker.js";
 
 /** The graph service: follow edges, counts, suggestions, and the history tasks of follows. */
@@ -41,16 +25,21 @@ export async function createGraphModule(deps: {
   await ensureQueue(deps.nats, "notify");
   const follows = createFollowRepository(deps.db);
   const counts = createCountRepository(deps.db);
-  const pending = createPendingRepository(deps.db);
-  await Promise.all([follows.ensureIndexes(), counts.ensureIndexes(), pending.ensureIndexes()]);
-  const locks = createLocks(deps.db, "graph_locks");
-  const counter = createCounter({ follows, counts, feedLocks: createFeedLocks(locks) });
-  const tasks = createHistoryTasks(deps.nats);
-  const events = (e: FeedEvent[]) => publishEvents(deps.nats, e);
+  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: FOLLOW_GRACE_MS });
   const followerSets = createFollowerSets(deps.redis, follows);
-  const writes = createFollowWrites({ follows, counts, pending, counter, tasks, publishEvents: events, followerSets, log: deps.log });
-  const worker = createHistoryWorker({ nats: deps.nats, follows, locks, peers: deps.peers, log: deps.log, beats: createWorkerBeats(deps.redis) });
-  const relay = createRelay({ pending, counter, tasks, followerSets, publishEvents: events, confirm: createFollowEventConfirm(follows), log: deps.log });
+  const writes = createFollowWrites({ follows, counts, outbox, nats: deps.nats, tasks: historyTasks(deps.nats), followerSets, log: deps.log });
+  // A change whose writer died (or could not publish) is finished by the relay (follow-writes.ts).
+  outbox.register(FOLLOWS, (doc, change) => writes.finish(doc as FollowDoc, change));
+  await Promise.all([follows.ensureIndexes(), counts.ensureIndexes(), outbox.ensureIndexes()]);
+  // The history worker runs one task of an edge at a time (worker.ts).
+  const worker = createHistoryWorker({
+    nats: deps.nats,
+    follows,
+    locks: createLocks(deps.db, "graph_locks"),
+    peers: deps.peers,
+    log: deps.log,
+    beats: createWorkerBeats(deps.redis),
+  });
   const impl = createGraphService({ follows, counts, writes, followerSets });
   return {
     name: "graph",
@@ -58,10 +47,10 @@ export async function createGraphModule(deps: {
     async start() {
       if (deps.worker === false) return;
       await worker.start();
-      relay.start();
+      outbox.startRelay();
     },
     async stop() {
-      relay.stop();
+      await outbox.stop();
       await worker.stop();
     },
   };

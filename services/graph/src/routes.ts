@@ -33,7 +33,7 @@ import type { FollowerSets } from "./follower-sets.js";
 export interface GraphServiceDeps {
   follows: Pick<FollowRepository, "followsOf" | "followersOf" | "targetsOf" | "edgesFrom" | "followedAmong">;
   counts: Pick<CountRepository, "get" | "followerCounts" | "popular">;
-  writes: FollowWrites;
+  writes: Pick<FollowWrites, "follow" | "unfollow" | "importMany">;
   followerSets: Pick<FollowerSets, "stream">;
 }
 
@@ -269,7 +269,7 @@ export function createGraphService(deps: GraphServiceDeps): ServiceImpl<typeof G
       const feed = requireFeed(req.feed);
       const doc = await counts.get(tenant, feedString(feed));
       return {
-        // Counters $inc'ed before recounts existed may have drifted below zero; never show that.
+        // A follow's +1 may land after an unfollow's -1 of the same edge (two writers at once); never show that.
         followerCount: BigInt(Math.max(0, doc?.follower_count ?? 0)),
         followingCount: BigInt(Math.max(0, doc?.following_count ?? 0)),
       };

@@ -1,5 +1,4 @@
-import type { Nats } from "@feeds/kit";
-import type { PendingDoc } from "./pending-repository.js";
+import type { Nats, OutboxMessage } from "@feeds/kit";
 
 /**
  * A history task on the `fanout` work queue, under a subject of its own (the feed worker's
@@ -15,31 +14,18 @@ export interface HistoryTask {
   n?: number; // copy limit
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export function createHistoryTasks(nats: Nats) {
+/** The history tasks of edge changes, as outbox messages (message id `fh:<change id>`: a writer's and a relay's publish are one). */
+export function historyTasks(nats: Nats) {
   const subject = nats.subject("fanout", "follow");
   return {
     subject,
-
-    /**
-     * Publishes the record's history task. The writer and the relay use different message ids:
-     * a relay that takes a slow writer's record for a dead one publishes before the edge change,
-     * and must not swallow the writer's own publish after it as a duplicate.
-     */
-    async publish(p: PendingDoc, by: "writer" | "relay"): Promise<void> {
-      if (!p.effect || !p.source || !p.target) return;
-      const task: HistoryTask =
-        p.effect.kind === "copy"
-          ? { t: p.tenant_id, s: p.source, g: p.target, k: "copy", n: p.effect.limit }
-          : { t: p.tenant_id, s: p.source, g: p.target, k: "remove" };
-      await nats.js.publish(subject, encoder.encode(JSON.stringify(task)), { msgID: `f${by === "writer" ? "w" : "r"}:${p._id}` });
-    },
+    message: (changeId: string, task: HistoryTask): OutboxMessage => ({ subject, msgId: `fh:${changeId}`, data: JSON.stringify(task) }),
   };
 }
 
-export type HistoryTasks = ReturnType<typeof createHistoryTasks>;
+export type HistoryTasks = ReturnType<typeof historyTasks>;
 
 const isFeed = (v: unknown): v is string => typeof v === "string" && v.indexOf(":") > 0;
 

@@ -5,7 +5,6 @@ import { createInternalAuth, createLocalTransport, createLogger, fromRpcError, n
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createGraphService, type GraphServiceDeps } from "../src/routes.js";
 import type { FollowDoc } from "../src/follow-repository.js";
-import type { FollowWrites } from "../src/follow-writes.js";
 
 // Unit rung: the graph service with its repositories replaced by in-memory stand-ins, served
 // over Connect's in-memory router transport with the real plumbing.
@@ -23,7 +22,7 @@ function fakeRepository() {
     edges.set(_id, doc);
     return { doc, created: true };
   };
-  const writes: FollowWrites = {
+  const writes: GraphServiceDeps["writes"] = {
     follow: async (t, source, target, copyLimit) => {
       copyLimits.push(copyLimit);
       return create(t, source, target);

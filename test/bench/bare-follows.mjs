@@ -1,0 +1,33 @@
+// The floor of bench 14: a bare Fastify route doing what a follow's write is at least, the edge
+// insert (the graph service's edge document and `_id`, into a scratch collection with the edges'
+// indexes) and two `$inc`s, the follower's `following_count` and the followed feed's
+// `follower_count` (upserts on a scratch count collection). No auth, no once-filter, no outbox,
+// no event, no RPC. Driver options of bare-fastify.mjs. Own process.
+//
+//   POST /v1/feeds/:group/:id/follows {target}   answers 201 with the Follow
+//
+// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_EDGES, BENCH_COUNTS (the scratch collections).
+// Prints {"ready":true,"url":...}.
+import Fastify from "fastify";
+import { bareMongo, serveBare } from "./lib.mjs";
+
+const client = await bareMongo();
+const db = client.db(process.env.FEEDS_NAMESPACE);
+const edges = db.collection(process.env.BENCH_EDGES);
+const counts = db.collection(process.env.BENCH_COUNTS);
+const tenant = process.env.BENCH_TENANT;
+
+const inc = (feed, field) =>
+  counts.updateOne({ _id: `${tenant}/${feed}` }, { $inc: { [field]: 1 }, $setOnInsert: { tenant_id: tenant, feed, group: feed.split(":")[0] } }, { upsert: true });
+
+const app = Fastify({ logger: false });
+app.post("/v1/feeds/:group/:id/follows", async (req, reply) => {
+  const source = `${req.params.group}:${req.params.id}`;
+  const { target } = req.body;
+  const doc = { _id: `${tenant}/${source}/${target}`, tenant_id: tenant, source_feed: source, target_feed: target, created_at: new Date() };
+  await edges.insertOne(doc);
+  await Promise.all([inc(source, "following_count"), inc(target, "follower_count")]);
+  const [tg, tid] = target.split(":");
+  return reply.code(201).send({ source_group: req.params.group, source_id: req.params.id, target_group: tg, target_id: tid, created_at: doc.created_at.toISOString() });
+});
+await serveBare(app, client);

@@ -21,4 +21,12 @@ export declare function startPrivateFerretdb(opts?: {
   backend?: "auto" | "postgresql" | "sqlite";
   gin?: boolean;
   logLevel?: string;
+  /** The launcher's -ttl-period, e.g. "1s". */
+  ttlPeriod?: string;
+  /** More launcher flags. */
+  args?: string[];
 }): Promise<PrivateServer>;
+/** Top-level strings and numbers of the buildInfo reply on a loopback port (null: no answer). */
+export declare function probeBuildInfo(port?: number, host?: string): Promise<Record<string, string | number | boolean> | null>;
+/** Hash of the FerretDB launcher's sources (its buildInfo reports it as feedsLauncher). */
+export declare function ferretdbLauncherSources(): string;

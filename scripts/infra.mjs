@@ -12,7 +12,12 @@
 // The FerretDB launcher reads FERRETDB_* variables (scripts/ferretdb/main.go), e.g.
 // FERRETDB_POSTGRESQL_URL; by default it uses PostgreSQL database feeds_ferretdb if PostgreSQL
 // answers on 127.0.0.1:5432, else SQLite under .cache/ferretdb/sqlite. A running server is never
-// restarted, even when the launcher has been rebuilt: stop it (kill its pid) to pick up a new one.
+// restarted, with one exception: a FerretDB on 27017 that is not the launcher of the current
+// sources (its buildInfo's feedsLauncher differs, or it has no front at all) is stopped and the
+// current launcher started, if it is a launcher infra started (a ferretdb-launcher process);
+// a foreign FerretDB without the launcher's front is an error (the services rely on the front
+// for atomic updates and TTL indexes). A real mongod is always fine. The launcher's URL carries
+// FerretDB's quirks: mongodb://127.0.0.1:27017/?retryWrites=false.
 // Concurrent callers serialise through lock files in .cache/locks/: only one starts a server.
 //
 // Fault tests: startPrivateRedis / startPrivateNats / startPrivateFerretdb each return
@@ -96,11 +101,18 @@ export async function probeNats(port = PORTS.nats, host = HOST) {
 
 const int32 = (n) => { const b = Buffer.alloc(4); b.writeInt32LE(n); return b; };
 
-// OP_MSG {hello: 1, $db: "admin"}, hand-encoded BSON.
-function helloMessage(requestId) {
+/** True if a MongoDB-wire server (mongod, FerretDB) answers an OP_MSG hello. */
+export async function probeMongo(port = PORTS.mongo, host = HOST) {
+  const id = crypto.randomInt(1, 2 ** 31 - 1);
+  const reply = await talk(port, commandMessage(id, 'hello'), (b) => b.length >= 4 && b.length >= b.readInt32LE(0), 3000, host);
+  return reply !== null && reply.length >= 16 && reply.readInt32LE(8) === id && reply.readInt32LE(12) === 2013;
+}
+
+// OP_MSG {<name>: 1, $db: "admin"}, hand-encoded BSON.
+function commandMessage(requestId, name) {
   const db = Buffer.from('admin\0');
   const body = Buffer.concat([
-    Buffer.from([0x10]), Buffer.from('hello\0'), int32(1), // int32 hello: 1
+    Buffer.from([0x10]), Buffer.from(`${name}\0`), int32(1), // int32 <name>: 1
     Buffer.from([0x02]), Buffer.from('$db\0'), int32(db.length), db, // string $db
     Buffer.from([0x00]),
   ]);
@@ -109,11 +121,42 @@ function helloMessage(requestId) {
   return Buffer.concat([int32(16 + msg.length), int32(requestId), int32(0), int32(2013), msg]);
 }
 
-/** True if a MongoDB-wire server (mongod, FerretDB) answers an OP_MSG hello. */
-export async function probeMongo(port = PORTS.mongo, host = HOST) {
+// The string and number fields at the top level of a BSON document (enough for buildInfo).
+function bsonTopLevel(buf) {
+  const out = {};
+  const end = buf.readInt32LE(0) - 1;
+  let p = 4;
+  const cstring = () => { const z = buf.indexOf(0, p); const s = buf.toString('utf8', p, z); p = z + 1; return s; };
+  while (p < end) {
+    const type = buf[p++];
+    const key = cstring();
+    switch (type) {
+      case 0x01: out[key] = buf.readDoubleLE(p); p += 8; break;
+      case 0x02: case 0x0d: case 0x0e: { const n = buf.readInt32LE(p); out[key] = buf.toString('utf8', p + 4, p + 3 + n); p += 4 + n; break; }
+      case 0x03: case 0x04: p += buf.readInt32LE(p); break;
+      case 0x05: p += 5 + buf.readInt32LE(p); break;
+      case 0x07: p += 12; break;
+      case 0x08: out[key] = buf[p] === 1; p += 1; break;
+      case 0x09: case 0x11: case 0x12: p += 8; break;
+      case 0x0a: case 0x06: case 0x7f: case 0xff: break;
+      case 0x0b: cstring(); cstring(); break;
+      case 0x10: out[key] = buf.readInt32LE(p); p += 4; break;
+      case 0x13: p += 16; break;
+      default: return out; // not worth understanding
+    }
+  }
+  return out;
+}
+
+/**
+ * The top-level strings and numbers of the server's buildInfo reply ({ version, ferretdbVersion,
+ * feedsLauncher, feedsLauncherInternal, ... }), or null if no MongoDB-wire server answers.
+ */
+export async function probeBuildInfo(port = PORTS.mongo, host = HOST) {
   const id = crypto.randomInt(1, 2 ** 31 - 1);
-  const reply = await talk(port, helloMessage(id), (b) => b.length >= 4 && b.length >= b.readInt32LE(0), 3000, host);
-  return reply !== null && reply.length >= 16 && reply.readInt32LE(8) === id && reply.readInt32LE(12) === 2013;
+  const reply = await talk(port, commandMessage(id, 'buildInfo'), (b) => b.length >= 4 && b.length >= b.readInt32LE(0), 3000, host);
+  if (reply === null || reply.length < 26 || reply.readInt32LE(8) !== id || reply.readInt32LE(12) !== 2013 || reply[20] !== 0) return null;
+  try { return bsonTopLevel(reply.subarray(21)); } catch { return null; }
 }
 
 /** Polls `check` until it returns truthy; fails early if `child` exits first. */
@@ -274,14 +317,24 @@ export async function buildGo({ name, what, srcDir, files, bin, pkg = '.', ldfla
   return bin;
 }
 
+const FERRETDB_SRC = path.join(HERE, 'ferretdb');
+const FERRETDB_FILES = ['go.mod', 'go.sum', 'main.go', 'front.go', 'locks.go', 'ttl.go'];
+const LAUNCHER_NAME = 'ferretdb-launcher';
+
+/** Hash of the launcher's sources: baked into the binary, reported by its buildInfo as feedsLauncher. */
+export function ferretdbLauncherSources() {
+  return sourcesHash(FERRETDB_SRC, FERRETDB_FILES, '');
+}
+
 /** Builds scripts/ferretdb into <root>/.cache/ferretdb/ferretdb-launcher unless up to date; returns its path. */
 export function buildFerretdbLauncher({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
   return buildGo({
     name: 'ferretdb',
     what: 'the FerretDB launcher',
-    srcDir: path.join(HERE, 'ferretdb'),
-    files: ['go.mod', 'go.sum', 'main.go'],
-    bin: path.join(root, '.cache', 'ferretdb', 'ferretdb-launcher'),
+    srcDir: FERRETDB_SRC,
+    files: FERRETDB_FILES,
+    ldflags: `-X main.sourcesHash=${ferretdbLauncherSources()}`,
+    bin: path.join(root, '.cache', 'ferretdb', LAUNCHER_NAME),
     coldNote: 'a cold build takes over a minute',
     root,
     log,
@@ -318,13 +371,98 @@ async function startMongod({ root, log }) {
   child.unref();
 }
 
-async function startFerretdb({ root, log }) {
+// The URL clients get for the launcher: FerretDB v1 has no retryable writes.
+const launcherUrl = (port) => `mongodb://${HOST}:${port}/?retryWrites=false`;
+
+// The pid of the process listening on loopback TCP `port`, from /proc (Linux), or null.
+function listenerPid(port) {
+  const inodes = new Set();
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try { text = fs.readFileSync(f, 'utf8'); } catch { continue; }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && cols[3] === '0A' && Number.parseInt(cols[1].split(':').pop(), 16) === port) inodes.add(cols[9]);
+    }
+  }
+  if (!inodes.size) return null;
+  let pids = [];
+  try { pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)); } catch { return null; }
+  for (const pid of pids) {
+    let fds = [];
+    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+    for (const fd of fds) {
+      let link = '';
+      try { link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
+      const m = /^socket:\[(\d+)\]$/.exec(link);
+      if (m && inodes.has(m[1])) return Number(pid);
+    }
+  }
+  return null;
+}
+
+// The command line of a process, or null.
+function processArgs(pid) {
+  try { return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean); } catch { return null; }
+}
+
+// Where the server on the launcher's port stands: 'mongod' (a real MongoDB), 'current' (the
+// launcher of these sources), 'stale' (a FerretDB that is not: { pid } if infra started it
+// (a ferretdb-launcher process), else { pid: null }), or null when nothing answers.
+async function mongoServerState(port = PORTS.mongo) {
+  const info = await probeBuildInfo(port);
+  if (!info) return (await probeMongo(port)) ? { state: 'mongod' } : null; // answers hello but not buildInfo: leave it be
+  if (info.ferretdbVersion === undefined) return { state: 'mongod', info };
+  if (info.feedsLauncher === ferretdbLauncherSources()) return { state: 'current', info };
+  const pid = listenerPid(port);
+  const args = pid ? processArgs(pid) : null;
+  const ours = args !== null && path.basename(args[0] ?? '') === LAUNCHER_NAME;
+  return { state: 'stale', info, pid: ours ? pid : null, args };
+}
+
+/**
+ * If the FerretDB on `port` is stale (see mongoServerState), replaces it with the current
+ * launcher (or throws for a foreign one); returns the server's state afterwards. One caller
+ * replaces it; the others wait for the lock and then find the current launcher.
+ */
+export async function ensureCurrentLauncher({ port = PORTS.mongo, root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  const st = await mongoServerState(port);
+  if (st?.state !== 'stale') return st;
+  const lock = path.join(root, '.cache', 'locks', port === PORTS.mongo ? 'ferretdb.lock' : `ferretdb-${port}.lock`);
+  await withLock(lock, { log, what: 'the FerretDB launcher' }, () => replaceStaleLauncher({ root, log, port }));
+  return mongoServerState(port);
+}
+
+// Replaces a stale launcher on `port` with the current one: builds first (the outage lasts
+// only the stop and the start), SIGTERM, SIGKILL after 15 s.
+async function replaceStaleLauncher({ root, log, port }) {
+  const st = await mongoServerState(port);
+  if (!st || st.state !== 'stale') return;
+  const what = st.info.feedsLauncher ? `a FerretDB launcher of other sources (${st.info.feedsLauncher.slice(0, 12)})` : `FerretDB ${st.info.ferretdbVersion} without the launcher's front`;
+  if (!st.pid) {
+    throw new Error(`port ${port} answers with ${what}, which infra did not start (no ${LAUNCHER_NAME} process listens there${st.args ? `: ${st.args.join(' ')}` : ''}). `
+      + 'The services need the launcher\'s front (atomic read-then-write commands, TTL indexes): stop that server, then run `node scripts/infra.mjs`.');
+  }
+  await buildFerretdbLauncher({ root, log });
+  log(`ferretdb: replacing ${what}, pid ${st.pid} (${st.args.join(' ')})`);
+  try { process.kill(st.pid, 'SIGTERM'); } catch { /* already gone */ }
+  const deadline = Date.now() + 15_000;
+  while ((pidAlive(st.pid) || (await portOpen(port))) && Date.now() < deadline) await sleep(100);
+  if (pidAlive(st.pid)) {
+    try { process.kill(st.pid, 'SIGKILL'); } catch { /* gone */ }
+    await waitFor(async () => !pidAlive(st.pid) && !(await portOpen(port)), { what: `pid ${st.pid} to exit`, timeoutMs: 10_000 });
+  }
+  await startFerretdb({ root, log, port });
+  log('ferretdb: replaced');
+}
+
+async function startFerretdb({ root, log, port = PORTS.mongo }) {
   const bin = await buildFerretdbLauncher({ root, log });
-  const logFile = path.join(root, '.cache', 'ferretdb', 'ferretdb.log');
-  const args = ['-listen', `${HOST}:${PORTS.mongo}`, '-sqlite-dir', path.join(root, '.cache', 'ferretdb', 'sqlite')];
+  const logFile = path.join(root, '.cache', 'ferretdb', port === PORTS.mongo ? 'ferretdb.log' : `ferretdb-${port}.log`);
+  const args = ['-listen', `${HOST}:${port}`, '-sqlite-dir', path.join(root, '.cache', 'ferretdb', 'sqlite')];
   log(`starting FerretDB (log ${path.relative(root, logFile)})`);
   const child = spawnDetached(bin, args, logFile, { cwd: root });
-  await waitFor(() => probeMongo(PORTS.mongo), { what: 'FerretDB', child, logFile, timeoutMs: 120_000 });
+  await waitFor(() => probeMongo(port), { what: 'FerretDB', child, logFile, timeoutMs: 120_000 });
   child.unref();
 }
 
@@ -361,12 +499,14 @@ export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}
   let redisUrl = process.env.REDIS_URL;
 
   if (!mongoUrl) {
-    mongoUrl = `mongodb://${HOST}:${PORTS.mongo}`;
     const useMongod = which('mongod') !== null;
     tasks.push(ensureService({
       name: useMongod ? 'mongod' : 'ferretdb', root, log,
       probe: () => probeMongo(PORTS.mongo),
       start: () => (useMongod ? startMongod({ root, log }) : startFerretdb({ root, log })),
+    }).then(async () => {
+      const st = await ensureCurrentLauncher({ root, log });
+      mongoUrl = st?.state === 'current' ? launcherUrl(PORTS.mongo) : `mongodb://${HOST}:${PORTS.mongo}`;
     }));
   }
   if (!natsUrl) {
@@ -496,10 +636,12 @@ export async function startPrivateNats({ port, storeDir, root = DEFAULT_ROOT } =
  * A private FerretDB on loopback. Backend as the shared one (PostgreSQL database feeds_ferretdb
  * when PostgreSQL answers: use distinct MongoDB database names per test), else SQLite in `dir`.
  * Options: backend ('auto' | 'postgresql' | 'sqlite'), gin (companion GIN indexes, default
- * true), postgresqlUrl, logLevel. Under TEST_INFRA=containers a MongoDB 7 container instead, the
+ * true), postgresqlUrl, logLevel, ttlPeriod (the launcher's -ttl-period, e.g. '1s'), args (more
+ * launcher flags). Its url is mongodb://127.0.0.1:<port>/?retryWrites=false.
+ * Under TEST_INFRA=containers a MongoDB 7 container instead, the
  * storage the rest of that run uses, unless a backend is asked for by name (FerretDB is wanted).
  */
-export async function startPrivateFerretdb({ port, dir, backend = 'auto', gin = true, postgresqlUrl, logLevel = 'warn', root = DEFAULT_ROOT, log = defaultLog } = {}) {
+export async function startPrivateFerretdb({ port, dir, backend = 'auto', gin = true, postgresqlUrl, logLevel = 'warn', ttlPeriod, args: extraArgs = [], root = DEFAULT_ROOT, log = defaultLog } = {}) {
   const contained = backend === 'auto' ? await privateContainer('mongo', port) : null;
   if (contained) return contained;
   port ??= await freePort();
@@ -508,8 +650,10 @@ export async function startPrivateFerretdb({ port, dir, backend = 'auto', gin = 
   const bin = await buildFerretdbLauncher({ root, log });
   const args = ['-listen', `${HOST}:${port}`, '-backend', backend, '-sqlite-dir', path.join(dir, 'sqlite'), `-gin=${gin}`, '-log-level', logLevel];
   if (postgresqlUrl) args.push('-postgresql-url', postgresqlUrl);
+  if (ttlPeriod) args.push('-ttl-period', ttlPeriod);
+  args.push(...extraArgs);
   return privateServer({
-    name: 'ferretdb', port, url: `mongodb://${HOST}:${port}`,
+    name: 'ferretdb', port, url: launcherUrl(port),
     command: bin, args, ready: () => probeMongo(port), logFile: path.join(dir, 'ferretdb.log'),
   });
 }

@@ -17,8 +17,6 @@ export async function connectMongo(
     serverSelectionTimeoutMS: 2000,
     connectTimeoutMS: 2000,
     maxPoolSize: config.MONGO_POOL_SIZE,
-    // FerretDB v1 has no retryable-write support; MongoDB works either way.
-    retryWrites: false,
     // Counted by command name: the figure "database commands per request" is read from it.
     monitorCommands: metrics !== undefined,
   });

@@ -1,11 +1,54 @@
 // Command ferretdb-launcher runs FerretDB v1 (pinned in go.mod) as a MongoDB-wire server on a
-// loopback address, for machines without mongod.
+// loopback address, for machines without mongod, and makes it honest about MongoDB's
+// single-document semantics.
 //
 // It embeds github.com/FerretDB/FerretDB/ferretdb rather than installing FerretDB's own binary,
 // because that binary panics at start without the version file its release build generates.
 //
 // Backend: PostgreSQL when one answers (database feeds_ferretdb by default, created if missing),
 // otherwise SQLite files under -sqlite-dir.
+//
+// The front (front.go). FerretDB listens on an internal loopback port (-internal-listen, by
+// default an ephemeral one); clients connect to the launcher's own MongoDB-wire front on -listen,
+// which opens one FerretDB connection per client connection and passes every frame through in
+// order (OP_MSG; OP_QUERY/OP_REPLY handshakes; moreToCome and exhaust replies). FerretDB v1 runs
+// every update as an unlocked read and then a write (200 concurrent $inc on one document apply
+// 18-84; 50 updates conditioned on {v: 0} modify 8-27 documents), so the front holds a lock from
+// forwarding such a command until its reply has come back:
+//
+//	update         every statement's q pins one _id      -> those documents (*)
+//	               otherwise (multi-document, a filter not pinning _id, an upsert whose
+//	               filter is not the _id)                 -> the collection, exclusively
+//	delete         every statement's q pins one _id      -> those documents (*)
+//	               otherwise                             -> the collection, exclusively
+//	findAndModify  query pins one _id                    -> that document (*)
+//	               otherwise                             -> the collection, exclusively
+//	everything else (find, aggregate, count, insert, getMore, index and collection commands,
+//	handshakes): no lock
+//
+// (*) per db.collection + _id, taken in sorted order under a shared hold of the collection lock.
+// "Pins one _id": the filter has a top-level _id equal to a scalar or a plain document ({_id: x}
+// or {_id: {$eq: x}}), whatever else it holds. The locks are in-process: two launchers on the
+// same PostgreSQL database do not lock each other (private test launchers use databases of
+// their own). An upsert (update with one upsert statement, findAndModify with upsert) that
+// FerretDB answers with a duplicate key error (11000, command error or writeErrors) is sent once
+// more, as MongoDB retries upserts that race on a unique key. At most -max-writes locked
+// commands run inside FerretDB at once: FerretDB keeps its read's PostgreSQL connection while
+// the write takes a second from the same pool (50), so as many concurrent updates as the pool
+// holds deadlock it for good (seen with 50 clients straight on FerretDB's port).
+//
+// TTL indexes (ttl.go), which FerretDB refuses: the front strips expireAfterSeconds from
+// createIndexes (FerretDB creates the plain index), records the spec in feeds_launcher.ttl_indexes
+// and adds expireAfterSeconds back to listIndexes replies; every -ttl-period it deletes documents
+// whose field is a date (or an array holding one) older than now - seconds, under the collection's
+// exclusive lock like a client's delete (missing and non-date values never expire). Specs whose
+// index is gone (dropIndexes, drop, dropDatabase) are dropped on the next sweep.
+//
+// buildInfo replies carry feedsLauncher (the hash of the sources the binary was built from, set
+// by scripts/infra.mjs with -ldflags "-X main.sourcesHash=...": infra restarts a launcher of
+// other sources) and feedsLauncherInternal (FerretDB's own address, for tests and benchmarks
+// that bypass the front). The launcher prints the URL to hand out on stdout:
+// mongodb://<listen>/?retryWrites=false (FerretDB v1 has no retryable writes).
 //
 // On PostgreSQL the launcher also keeps "companion" GIN indexes: FerretDB v1 pushes an equality
 // filter down as `_jsonb->'field' @> value` (or `_jsonb #> '{a,b}' @> value` for a dotted path),
@@ -23,11 +66,15 @@
 //
 // Flags win over environment variables, which win over defaults:
 //
-//	-listen        FERRETDB_LISTEN_ADDR      127.0.0.1:27017 (loopback only)
+//	-listen        FERRETDB_LISTEN_ADDR      127.0.0.1:27017 (the front; loopback only)
+//	-internal-listen FERRETDB_INTERNAL_LISTEN_ADDR  ephemeral loopback port (FerretDB itself)
 //	-backend       FERRETDB_BACKEND          auto | postgresql | sqlite (auto: PostgreSQL if it answers)
 //	-postgresql-url FERRETDB_POSTGRESQL_URL  postgres://postgres@127.0.0.1:5432/feeds_ferretdb
 //	-sqlite-dir    FERRETDB_SQLITE_DIR       ./ferretdb-sqlite
 //	-gin           FERRETDB_GIN              true (false: neither install nor backfill companions)
+//	-ttl-period    FERRETDB_TTL_PERIOD       5s (how often TTL indexes are applied; "1s", or seconds)
+//	-max-writes    FERRETDB_MAX_WRITES       16 (locked commands inside FerretDB at once)
+//	-unsafe-no-locks FERRETDB_UNSAFE_NO_LOCKS false (lock nothing: shows what the locks are for)
 //	-log-level     FERRETDB_LOG_LEVEL        warn (debug | info | warn | error)
 package main
 
@@ -38,6 +85,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -250,11 +298,15 @@ ALTER EVENT TRIGGER ferretdb_gin_drop_index ENABLE;
 const installLockKey = 7270451901
 
 func main() {
-	listen := flag.String("listen", env("FERRETDB_LISTEN_ADDR", "127.0.0.1:27017"), "MongoDB wire listen address (loopback only)")
+	listen := flag.String("listen", env("FERRETDB_LISTEN_ADDR", "127.0.0.1:27017"), "where clients connect: the launcher's MongoDB-wire front (loopback only)")
+	internalListen := flag.String("internal-listen", env("FERRETDB_INTERNAL_LISTEN_ADDR", ""), "FerretDB's own address behind the front (loopback only; empty: an ephemeral port)")
 	backend := flag.String("backend", env("FERRETDB_BACKEND", "auto"), "auto, postgresql or sqlite")
 	pgURL := flag.String("postgresql-url", env("FERRETDB_POSTGRESQL_URL", "postgres://postgres@127.0.0.1:5432/feeds_ferretdb"), "PostgreSQL URL; its database is created if missing")
 	sqliteDir := flag.String("sqlite-dir", env("FERRETDB_SQLITE_DIR", "ferretdb-sqlite"), "folder for SQLite files (sqlite backend)")
 	gin := flag.Bool("gin", envBool("FERRETDB_GIN", true), "install and backfill companion GIN indexes (postgresql backend)")
+	ttlPeriod := flag.Duration("ttl-period", envDuration("FERRETDB_TTL_PERIOD", 5*time.Second), "how often TTL indexes are applied")
+	maxWrites := flag.Int("max-writes", envInt("FERRETDB_MAX_WRITES", 16), "read-then-write commands (update, delete, findAndModify) inside FerretDB at once; keep under half its PostgreSQL pool (pool_max_conns, 50)")
+	noLocks := flag.Bool("unsafe-no-locks", envBool("FERRETDB_UNSAFE_NO_LOCKS", false), "the front locks nothing (FerretDB's races come back; only to show what the locks are for)")
 	logLevel := flag.String("log-level", env("FERRETDB_LOG_LEVEL", "warn"), "debug, info, warn or error")
 	flag.Parse()
 
@@ -265,15 +317,37 @@ func main() {
 	logger := slog.New(demoteHandler{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})})
 	slog.SetDefault(logger)
 
-	if err := checkLoopback(*listen); err != nil {
+	if err := checkLoopback("-listen", *listen); err != nil {
 		fatal("%v", err)
+	}
+	if *internalListen != "" {
+		if err := checkLoopback("-internal-listen", *internalListen); err != nil {
+			fatal("%v", err)
+		}
+	}
+	if *maxWrites < 1 {
+		fatal("bad -max-writes %d", *maxWrites)
+	}
+	if *ttlPeriod <= 0 {
+		fatal("bad -ttl-period %v", *ttlPeriod)
+	}
+
+	// The front's port first: "address in use" fails before any backend work.
+	frontLn, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fatal("listen: %v", err)
+	}
+	if *internalListen == "" {
+		if *internalListen, err = ephemeralAddr(); err != nil {
+			fatal("internal port: %v", err)
+		}
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	cfg := &ferretdb.Config{
-		Listener: ferretdb.ListenerConfig{TCP: *listen},
+		Listener: ferretdb.ListenerConfig{TCP: *internalListen},
 		Logger:   logger,
 	}
 
@@ -281,7 +355,7 @@ func main() {
 	case "auto", "postgresql":
 		err := preparePostgreSQL(ctx, *pgURL, *gin, logger)
 		if err == nil {
-			cfg.Handler, cfg.PostgreSQLURL = "postgresql", *pgURL
+			cfg.Handler, cfg.PostgreSQLURL = "postgresql", withIdleTimeout(*pgURL)
 			break
 		}
 		// Only "nobody answers" falls back; a PostgreSQL that answers but fails is an error.
@@ -318,12 +392,45 @@ func main() {
 	if err != nil {
 		fatal("start: %v", err)
 	}
-	// One info line on stderr even at the default warn level would be noise; keep it at info.
+	ferretErr := make(chan error, 1)
+	go func() { ferretErr <- f.Run(ctx) }()
+
+	locks := newLockTable()
+	fr := &front{backend: *internalListen, locks: locks, noLocks: *noLocks, writes: make(chan struct{}, *maxWrites), logger: logger}
+	if fr.ttl, err = newTTLManager(*internalListen, *listen, locks, fr.writes, *ttlPeriod, logger); err != nil {
+		fatal("TTL: %v", err)
+	}
+	go fr.ttl.run(ctx)
+	frontErr := make(chan error, 1)
+	go func() { frontErr <- fr.serve(ctx, frontLn) }()
+
+	// The URL to hand out: it carries FerretDB's quirks (no retryable writes) so clients need not.
+	fmt.Printf("ferretdb-launcher: ready on mongodb://%s/?retryWrites=false (FerretDB %s, %s backend, internal %s, sources %s, TTL every %v%s)\n",
+		*listen, version.Get().Version, cfg.Handler, *internalListen, sourcesHash, *ttlPeriod, map[bool]string{true: ", UNSAFE: no locks"}[*noLocks])
 	logger.Info("FerretDB ready", "uri", f.MongoDBURI(), "backend", cfg.Handler)
 
-	if err = f.Run(ctx); err != nil {
+	select {
+	case err = <-ferretErr:
+	case err = <-frontErr:
+		stop()
+	}
+	if err != nil {
 		fatal("run: %v", err)
 	}
+}
+
+// sourcesHash names the launcher sources this binary was built from: infra.mjs sets it
+// (-ldflags -X main.sourcesHash=...) and the front reports it in buildInfo as feedsLauncher.
+var sourcesHash = "unknown"
+
+// ephemeralAddr is a loopback address with a port the OS has just found free.
+func ephemeralAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
 }
 
 // errUnreachable marks a PostgreSQL that does not answer at all (the auto backend then uses SQLite).
@@ -332,7 +439,7 @@ var errUnreachable = errors.New("PostgreSQL unreachable")
 // preparePostgreSQL checks that PostgreSQL answers, creates the database if missing and, unless
 // gin is false, installs the companion-index triggers and backfills existing collections.
 func preparePostgreSQL(ctx context.Context, url string, gin bool, logger *slog.Logger) error {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := pgx.ParseConfig(withoutPoolParams(url))
 	if err != nil {
 		return fmt.Errorf("bad URL: %w", err)
 	}
@@ -402,20 +509,54 @@ func preparePostgreSQL(ctx context.Context, url string, gin bool, logger *slog.L
 	return nil
 }
 
+// withoutPoolParams drops FerretDB's pool settings (pool_max_conns=...) from a PostgreSQL URL:
+// pgx would send them to the server as run-time parameters.
+func withoutPoolParams(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil || u.RawQuery == "" {
+		return raw
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// withIdleTimeout asks FerretDB to close pooled PostgreSQL connections idle for a minute
+// (pgx's default is 30 minutes: a launcher after a burst kept its 50 connections, and a few
+// launchers filled PostgreSQL's 100). FerretDB v1 sets pool_max_conn_idle_time to 1m whenever
+// the URL has it at all, whatever its value.
+func withIdleTimeout(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	q := u.Query()
+	if !q.Has("pool_max_conn_idle_time") {
+		q.Set("pool_max_conn_idle_time", "1m")
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // checkLoopback refuses any listen address whose host is not a loopback address.
-func checkLoopback(addr string) error {
+func checkLoopback(flagName, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("bad -listen %q: %w", addr, err)
+		return fmt.Errorf("bad %s %q: %w", flagName, addr, err)
 	}
 	if _, err = strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("bad -listen port %q", port)
+		return fmt.Errorf("bad %s port %q", flagName, port)
 	}
 	if host == "localhost" {
 		return nil
 	}
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("-listen %q: only loopback addresses are allowed", addr)
+		return fmt.Errorf("%s %q: only loopback addresses are allowed", flagName, addr)
 	}
 	return nil
 }
@@ -467,6 +608,26 @@ func envBool(name string, def bool) bool {
 		return def
 	}
 	return v
+}
+
+func envInt(name string, def int) int {
+	v, err := strconv.Atoi(strings.TrimSpace(os.Getenv(name)))
+	if err != nil {
+		return def
+	}
+	return v
+}
+
+// envDuration reads a duration ("5s", "500ms") or a number of seconds.
+func envDuration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(os.Getenv(name))
+	if d, err := time.ParseDuration(v); err == nil {
+		return d
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.Duration(n * float64(time.Second))
+	}
+	return def
 }
 
 func fatal(format string, args ...any) {

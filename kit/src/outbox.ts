@@ -141,6 +141,9 @@ export function createOutbox(o: OutboxOptions) {
       [...byCollection].map(([name, its]) =>
         col(name).bulkWrite(
           its.flatMap((it) => [
+            // The document's only change: it goes with the flag in one write (the common case).
+            { updateOne: { filter: { _id: it.docId, outbox: [it.change] }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
+            // One of several (changes nothing once the statement before took it).
             { updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } },
             // The flag goes with the last change (a change arriving meanwhile keeps both).
             { updateOne: { filter: { _id: it.docId, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },

@@ -40,9 +40,14 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
     log(`  load: reactions (${rounds} × ${roundS} s) and floor (as many inserts as the reaction round before), taking turns; ${connections} connections, ${warmupS} s warm-up each`);
     const metricsUrl = c.system.metrics.gateway;
     const ROUTE = "POST /v1/activities/:id/reactions";
+    // Off the request path: the outbox's clears (ours, and the feed's of applied ids) and relays.
+    const BACKGROUND = ["background", "rpc:feeds.feed.v1.FeedService/ClearReactionChanges"];
+    const backgroundOf = async () => Promise.all(BACKGROUND.map((w) => mongoCommands(metricsUrl, w)));
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
+    const backgroundBefore = await backgroundOf();
     const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
     const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
+    const background = (await backgroundOf()).map((after, i) => commandsSince(backgroundBefore[i], after));
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
 
@@ -68,7 +73,8 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
         `${commands} MongoDB commands for ${ROUTE} = ${(commands / records).toFixed(1)} per reaction (the background's not counted): ` +
         Object.entries(byName)
           .map(([k, n]) => `${k} ${(n / records).toFixed(1)}`)
-          .join(", "),
+          .join(", ") +
+        `; in the background meanwhile ${background.map((b, i) => `${BACKGROUND[i]}: ${b.total} (${Object.entries(b.byName).map(([k, n]) => `${k} ${n}`).join(", ")})`).join("; ")}`,
     );
     return {
       namespace: c.namespace,
@@ -82,6 +88,7 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       // Every request of the load created a reaction (warm-up included): commands per reaction.
       commandsPerReaction: commands / records,
       commandsByName: byName,
+      backgroundCommands: Object.fromEntries(background.map((b, i) => [BACKGROUND[i], b])),
       ratio: r.targets.reactions.rps / r.targets.floor.rps,
     };
   });

@@ -55,7 +55,8 @@ const table: CallRule[] = [
     addActivity: gateway, getActivity: ["gateway", "engagement", "engagement-worker"], getActivities: [], patchActivity: gateway,
     deleteActivity: gateway, readFeed: gateway, getSignal: gateway, copyHistory: ["graph", "graph-worker"],
     removeHistory: ["graph", "graph-worker"], importActivities: gateway, listActivities: gateway,
-    setReactionCounts: ["engagement", "engagement-worker"], getActivitySignal: gateway,
+    setReactionCounts: [], applyReactionChange: ["engagement", "engagement-worker"], clearReactionChanges: ["engagement", "engagement-worker"],
+    getActivitySignal: gateway,
   }),
   ...rules("feed", PromotedService, { createPromoted: gateway, listPromoted: gateway, retractPromoted: gateway, servePromoted: gateway }),
   ...rules("graph", GraphService, {

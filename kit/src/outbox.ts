@@ -22,7 +22,10 @@ import type { Nats } from "./nats.js";
 // `onceFilter`/`onceUpdate`: the target remembers the change id (`applied`) in the same atomic
 // update, so a replay of an applied change matches nothing. The clear removes the id again once the
 // change itself is cleared (first the change, then the targets: a target's id must outlive the
-// change that could replay it).
+// change that could replay it). A relay claims a document for a while before it finishes its
+// changes (`outbox_claim`, a conditional update that answers the document as it is then), so two
+// relays never both hold a copy of one change: a second relay would replay a copy whose target id
+// the first had cleared already. A writer must apply its own increments well within the grace.
 
 /** One message to publish: JSON `data` on `subject` with JetStream message id `msgId`. */
 export interface OutboxMessage {
@@ -59,17 +62,30 @@ export interface OutboxFields {
   outbox_pending?: true;
 }
 
-/** How the relay finishes a pending change whose writer did not: its replayable side effects. */
 /** Documents of any registered collection (string ids). */
-type AnyDoc = { _id: string; outbox?: PendingChange[]; outbox_pending?: true; applied?: string[] };
+type AnyDoc = { _id: string; outbox?: PendingChange[]; outbox_pending?: true; outbox_claim?: Date; applied?: string[] };
 
-export type Finish = (doc: Document & { _id: string } & OutboxFields, change: PendingChange) => Promise<"delete" | void>;
+/**
+ * How the relay finishes a pending change whose writer did not: its replayable side effects. The
+ * outcome: nothing (publish the messages, clear the change), "delete" (publish them, then delete
+ * the document, e.g. a removal whose writer died) or "drop" (the change did not happen, e.g. its
+ * target refused it: delete the document, publish nothing).
+ */
+export type Finish = (doc: Document & { _id: string } & OutboxFields, change: PendingChange) => Promise<"delete" | "drop" | void>;
+
+/** The applied ids to pull from one target document (see `OutboxOptions.clearTargets`). */
+export interface AppliedIds {
+  id: string;
+  changes: string[];
+}
 
 /** How long a change is its writer's before the relay may finish it. */
 export const OUTBOX_GRACE_MS = 2000;
 /** Clears waiting at most this long, and this many to one command. */
 const CLEAR_DELAY_MS = 20;
 const CLEAR_MAX = 500;
+/** How long a relay's claim on a document lasts; it replays a change only in the first half. */
+const CLAIM_MS = 30_000;
 
 /** The `applied` list of a target: change ids whose increments it holds. */
 export const APPLIED_FIELD = "applied";
@@ -91,6 +107,12 @@ export interface OutboxOptions {
   log: Logger;
   /** How long a change is its writer's (default OUTBOX_GRACE_MS; tests shorten it). */
   graceMs?: number;
+  /**
+   * Target collections whose applied ids are pulled by a callback instead of a direct update
+   * (documents another service owns, e.g. through its RPC). Keyed by `OutboxTarget.collection`;
+   * the target ids are then the callback's to read.
+   */
+  clearTargets?: Record<string, (applied: AppliedIds[]) => Promise<void>>;
 }
 
 export function createOutbox(o: OutboxOptions) {
@@ -105,7 +127,13 @@ export function createOutbox(o: OutboxOptions) {
   let clearTimer: NodeJS.Timeout | undefined;
   let clearing: Promise<void> = Promise.resolve();
 
-  async function clearNow(items: { collection: string; docId: string; change: PendingChange }[]): Promise<void> {
+  /**
+   * Clears changes from their documents, then their ids from their targets. A writer's change
+   * (not `byRelay`) that left its document only after the grace may have been read by a relay
+   * meanwhile, which may still replay it: its target ids stay (the relay's own clear is the
+   * claim holder's, so safe).
+   */
+  async function clearNow(items: { collection: string; docId: string; change: PendingChange }[], byRelay = false): Promise<void> {
     const byCollection = new Map<string, typeof items>();
     for (const it of items) byCollection.set(it.collection, [...(byCollection.get(it.collection) ?? []), it]);
     // The changes first: a target's applied id must outlive the change that could replay it.
@@ -113,29 +141,40 @@ export function createOutbox(o: OutboxOptions) {
       [...byCollection].map(([name, its]) =>
         col(name).bulkWrite(
           its.flatMap((it) => [
+            // The document's only change: it goes with the flag in one write (the common case).
+            { updateOne: { filter: { _id: it.docId, outbox: [it.change] }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
+            // One of several (changes nothing once the statement before took it).
             { updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } },
             // The flag goes with the last change (a change arriving meanwhile keeps both).
-            { updateOne: { filter: { _id: it.docId, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "" } } } },
+            { updateOne: { filter: { _id: it.docId, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
           ]),
           { ordered: true },
         ),
       ),
     );
+    const doneAt = Date.now();
+    await clearTargets(items.filter((it) => byRelay || doneAt < it.change.at.getTime() + graceMs).map((it) => it.change));
+  }
+
+  /** Pulls the changes' ids from their targets (after the changes are gone from their documents). */
+  async function clearTargets(changes: PendingChange[]): Promise<void> {
     const targets = new Map<string, Map<string, string[]>>();
-    for (const it of items) {
-      for (const t of it.change.targets) {
+    for (const change of changes) {
+      for (const t of change.targets) {
         const m = targets.get(t.collection) ?? new Map<string, string[]>();
-        m.set(t.id, [...(m.get(t.id) ?? []), it.change.id]);
+        m.set(t.id, [...(m.get(t.id) ?? []), change.id]);
         targets.set(t.collection, m);
       }
     }
     await Promise.all(
-      [...targets].map(([name, m]) =>
-        col(name).bulkWrite(
+      [...targets].map(([name, m]) => {
+        const custom = o.clearTargets?.[name];
+        if (custom) return custom([...m].map(([id, ids]) => ({ id, changes: ids })));
+        return col(name).bulkWrite(
           [...m].map(([id, ids]) => ({ updateOne: { filter: { _id: id }, update: { $pullAll: { [APPLIED_FIELD]: ids } } } })),
           { ordered: false },
-        ),
-      ),
+        );
+      }),
     );
   }
 
@@ -166,23 +205,42 @@ export function createOutbox(o: OutboxOptions) {
   /** Finishes the stale changes of one collection; answers how many it finished. */
   async function relayCollection(name: string, finish: Finish | undefined, limit: number): Promise<number> {
     const cutoff = Date.now() - graceMs;
-    const docs = await col(name).find({ outbox_pending: true }).limit(limit).toArray();
+    const found = await col(name).find({ outbox_pending: true }).limit(limit).toArray();
     let finished = 0;
-    for (const doc of docs) {
-      const changes = doc.outbox ?? [];
-      if (changes.length === 0) {
+    for (const seen of found) {
+      if ((seen.outbox ?? []).length === 0) {
         // Every change was cleared: the flag goes, unless a change arrived since.
-        await col(name).updateOne({ _id: doc._id, outbox: { $size: 0 } }, { $unset: { outbox: "", outbox_pending: "" } });
+        await col(name).updateOne({ _id: seen._id, outbox: { $size: 0 } }, { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } });
         continue;
       }
-      for (const change of changes) {
-        if (change.at.getTime() > cutoff) continue;
-        const outcome = finish ? await finish(doc, change) : undefined;
-        await publish(change.messages);
-        if (outcome === "delete") await col(name).deleteOne({ _id: doc._id });
-        else await clearNow([{ collection: name, docId: doc._id, change }]);
-        finished++;
-        if (outcome === "delete") break;
+      if (!(seen.outbox ?? []).some((c) => c.at.getTime() <= cutoff)) continue;
+      // Claimed by this relay alone (another's claim still running: its to finish), read afresh.
+      const now = Date.now();
+      const doc = await col(name).findOneAndUpdate(
+        { _id: seen._id, outbox_pending: true, $or: [{ outbox_claim: { $exists: false } }, { outbox_claim: { $lt: new Date(now) } }] },
+        { $set: { outbox_claim: new Date(now + CLAIM_MS) } },
+        { returnDocument: "after" },
+      );
+      if (!doc) continue;
+      const claim = doc.outbox_claim;
+      let deleted = false;
+      try {
+        for (const change of doc.outbox ?? []) {
+          if (change.at.getTime() > cutoff) continue;
+          if (Date.now() > now + CLAIM_MS / 2) break;
+          const outcome = finish ? await finish(doc, change) : undefined;
+          deleted = outcome === "delete" || outcome === "drop";
+          if (outcome !== "drop") await publish(change.messages);
+          if (deleted) {
+            await col(name).deleteOne({ _id: doc._id });
+            await clearTargets([change]);
+          } else await clearNow([{ collection: name, docId: doc._id, change }], true);
+          finished++;
+          if (deleted) break;
+        }
+      } finally {
+        // The claim goes with the pass, failed or not (a last change cleared took it already).
+        if (!deleted) await col(name).updateOne({ _id: doc._id, outbox_claim: claim }, { $unset: { outbox_claim: "" } });
       }
     }
     return finished;
@@ -237,16 +295,19 @@ export function createOutbox(o: OutboxOptions) {
     /**
      * After the write: publishes the change's messages, then clears it in the background. A failed
      * publish is logged and left to the relay (the write happened; its answer stands). Pass
-     * `clear: false` when the document is going away anyway (the writer deletes it next).
+     * `clear: false` when the document is going away anyway (the writer deletes it next, once
+     * the messages are out, then `discard`s the change to clear its targets). Answers whether the
+     * messages were published.
      */
-    async settle(collection: string, docId: string, change: PendingChange, opts: { clear?: boolean } = {}): Promise<void> {
+    async settle(collection: string, docId: string, change: PendingChange, opts: { clear?: boolean } = {}): Promise<boolean> {
       try {
         await publish(change.messages);
       } catch (err) {
         o.log.warn({ err: String(err), change: change.id, collection }, "messages left to the outbox relay");
-        return;
+        return false;
       }
       if (opts.clear !== false) clearLater(collection, docId, change);
+      return true;
     },
 
     /** Clears a change now (in the background batch), without publishing anything. */

@@ -1,16 +1,17 @@
 // Bench 9 of `npm run bench`: reactions per second with their count updates. Many users react
-// ("like") at once on a set of activities through POST /v1/activities/{id}/reactions (server
-// token naming user_id); each answer comes only after the activity's reaction_counts and version
-// moved (the engagement service counts the kind from the records under the activity's lock, and
-// the feed service stores it). Floor: as many plain insertOnes of the same reaction documents,
-// through a bare Fastify route (bare-reactions.mjs), in rounds taking turns with the reactions'
-// (each floor round inserts as many documents as the reaction round before it created). After
-// the load, every activity's reaction_counts must equal its reaction records.
+// ("like") at once on 100 activities through POST /v1/activities/{id}/reactions (server token
+// naming user_id); each answer comes only after the activity's reaction_counts and version moved
+// (the engagement service stores the reaction with its pending change, then the feed service makes
+// the once-only increment of the activity). Floor: as many plain reaction insertOnes each followed
+// by the `$inc` of its activity, through a bare Fastify route (bare-reactions.mjs), in rounds
+// taking turns with the reactions' (each floor round makes as many as the reaction round before it
+// created). After the load, every activity's reaction_counts must equal its reaction records; the
+// MongoDB commands each reaction cost on its request path are counted (the background's not).
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { copyIndexes, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
 
-export async function runReactions({ infra, log, activities = 50, rounds = 4, roundS = 3, warmupS = 1, connections = 10 }) {
+export async function runReactions({ infra, log, activities = 100, rounds = 4, roundS = 3, warmupS = 1, connections = 10 }) {
   return withSystem(infra, log, "bench 9", async (c) => {
     const { token } = c.tenant;
     await api(c.url, "PUT", "/v1/users/author", { token, body: { custom: { name: "Author" } } });
@@ -21,9 +22,11 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
     log(`  set-up: ${activities} activities by user:author; reactions come from users u0, u1, … (each on every activity in turn)`);
 
     await copyIndexes(c.db, "reactions", "bench_reactions");
+    // The floor's activities: one document per activity id, counts empty, as the feed stores them.
+    await c.db.collection("bench_activities").insertMany(ids.map((_id) => ({ _id, tenant_id: c.tenant.id, reaction_counts: {}, version: 1 })));
     const bare = c.helper(
       startNode(join(benchDir, "bare-reactions.mjs"), {
-        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_REACTIONS: "bench_reactions" },
+        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_REACTIONS: "bench_reactions", BENCH_ACTIVITIES: "bench_activities" },
         name: "bare-reactions",
       }),
     );
@@ -37,9 +40,14 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
     log(`  load: reactions (${rounds} × ${roundS} s) and floor (as many inserts as the reaction round before), taking turns; ${connections} connections, ${warmupS} s warm-up each`);
     const metricsUrl = c.system.metrics.gateway;
     const ROUTE = "POST /v1/activities/:id/reactions";
+    // Off the request path: the outbox's clears (ours, and the feed's of applied ids) and relays.
+    const BACKGROUND = ["background", "rpc:feeds.feed.v1.FeedService/ClearReactionChanges"];
+    const backgroundOf = async () => Promise.all(BACKGROUND.map((w) => mongoCommands(metricsUrl, w)));
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
+    const backgroundBefore = await backgroundOf();
     const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
     const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
+    const background = (await backgroundOf()).map((after, i) => commandsSince(backgroundBefore[i], after));
     log(`  ${machineNote(r.machine)}`);
     for (const t of targets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
 
@@ -65,7 +73,8 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
         `${commands} MongoDB commands for ${ROUTE} = ${(commands / records).toFixed(1)} per reaction (the background's not counted): ` +
         Object.entries(byName)
           .map(([k, n]) => `${k} ${(n / records).toFixed(1)}`)
-          .join(", "),
+          .join(", ") +
+        `; in the background meanwhile ${background.map((b, i) => `${BACKGROUND[i]}: ${b.total} (${Object.entries(b.byName).map(([k, n]) => `${k} ${n}`).join(", ")})`).join("; ")}`,
     );
     return {
       namespace: c.namespace,
@@ -79,6 +88,7 @@ export async function runReactions({ infra, log, activities = 50, rounds = 4, ro
       // Every request of the load created a reaction (warm-up included): commands per reaction.
       commandsPerReaction: commands / records,
       commandsByName: byName,
+      backgroundCommands: Object.fromEntries(background.map((b, i) => [BACKGROUND[i], b])),
       ratio: r.targets.reactions.rps / r.targets.floor.rps,
     };
   });

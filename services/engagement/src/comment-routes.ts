@@ -1,36 +1,24 @@
 import { randomUUID } from "node:crypto";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import {
-  decodeCursor,
-  encodeCursor,
-  forbidden,
-  notFound,
-  pageLimit,
-  requireTenant,
-  validationFailed,
-  type EventOutbox,
-} from "@feeds/kit";
+import { decodeCursor, encodeCursor, forbidden, notFound, pageLimit, requireTenant, validationFailed } from "@feeds/kit";
 import type { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
 import { actingUser } from "./acting-user.js";
 import { isUuid, type Activities } from "./activities.js";
 import type { Moderation } from "./blocklist.js";
+import type { CommentChanges } from "./comment-changes.js";
 import type { CommentDoc, CommentRepository } from "./comment-repository.js";
-import type { CountedWrites } from "./counted-writes.js";
 import { commentEvent } from "./events.js";
 import { commentMessage } from "./messages.js";
-import type { Recounts } from "./recounts.js";
 
 type CommentRpcs = "addComment" | "listComments" | "listReplies" | "editComment" | "deleteComment";
 
 export const MAX_TEXT = 5000;
 
 export interface CommentRoutesDeps {
-  comments: CommentRepository;
+  comments: Pick<CommentRepository, "live" | "topLevel" | "replies" | "editText">;
   activities: Pick<Activities, "live">;
-  counted: Pick<CountedWrites, "locked">;
-  recounts: Pick<Recounts, "replies">;
+  changes: Pick<CommentChanges, "add" | "delete">;
   moderation: Pick<Moderation, "check">;
-  outbox: Pick<EventOutbox, "emit">;
 }
 
 function checkText(text: string): string {
@@ -62,7 +50,7 @@ const afterOf = (cursor: string | undefined) => {
 
 /** Comments, replies (one level), edits and deletes; texts pass the tenant's blocklist. */
 export function createCommentRoutes(deps: CommentRoutesDeps): Pick<ServiceImpl<typeof EngagementService>, CommentRpcs> {
-  const { comments, activities, counted, recounts, moderation, outbox } = deps;
+  const { comments, activities, changes, moderation } = deps;
 
   /** A comment readers can reach: it, its parent (for a reply) and its activity are live. */
   async function reachable(tenantId: string, id: string) {
@@ -105,23 +93,15 @@ export function createCommentRoutes(deps: CommentRoutesDeps): Pick<ServiceImpl<t
       });
       if (!parentId) {
         const doc = comment(null);
-        await outbox.emit(tenantId, [commentEvent("comment.added", doc, activity.actor, null, doc.created_at)], () => comments.insert(doc));
+        await changes.add(doc, commentEvent("comment.added", doc, activity.actor, null, doc.created_at));
         return { comment: commentMessage(doc) };
       }
-      checkParent(await comments.live(tenantId, parentId), activity.id);
-      // Under the parent's lock: no reply lands on a parent being deleted, and reply_count is exact.
-      const doc = await counted.locked("replies", tenantId, parentId, {
-        async write(dirty) {
-          const parent = checkParent(await comments.live(tenantId, parentId), activity.id);
-          const reply = comment(parentId);
-          await dirty();
-          const event = commentEvent("comment.added", reply, activity.actor, parent.user_id, reply.created_at);
-          await outbox.emit(tenantId, [event], () => comments.insert(reply));
-          return reply;
-        },
-        count: (_, lease) => recounts.replies(tenantId, parentId, lease),
-      });
-      return { comment: commentMessage(doc) };
+      // The parent's count is conditioned on it being live: a parent deleted after this check
+      // takes the reply back out (400 as here).
+      const parent = checkParent(await comments.live(tenantId, parentId), activity.id);
+      const reply = comment(parentId);
+      await changes.add(reply, commentEvent("comment.added", reply, activity.actor, parent.user_id, reply.created_at));
+      return { comment: commentMessage(reply) };
     },
 
     async listComments(req, ctx) {
@@ -156,34 +136,9 @@ export function createCommentRoutes(deps: CommentRoutesDeps): Pick<ServiceImpl<t
     async deleteComment(req, ctx) {
       const tenantId = requireTenant(ctx);
       const { c, parent, activity } = await authored(ctx, tenantId, req.id, req.userId);
-      if (c.parent_id === null) {
-        // Under the comment's own lock, so no reply attaches meanwhile. Marking it deleted is the
-        // write (it and its replies leave every read at once); removing the rows follows.
-        await counted.locked("replies", tenantId, c._id, {
-          async write() {
-            const current = await comments.live(tenantId, c._id);
-            if (!current) throw notFound("comment not found");
-            const at = new Date();
-            await outbox.emit(tenantId, [commentEvent("comment.deleted", current, activity.actor, null, at)], () => comments.markDeleted(tenantId, c._id, at));
-          },
-          count: async () => undefined,
-        });
-        // Left behind by a failure here: rows no read reaches (their parent is deleted).
-        await comments.removeReplies(tenantId, c._id);
-        await comments.remove(tenantId, c._id);
-        return {};
-      }
-      const parentId = c.parent_id;
-      await counted.locked("replies", tenantId, parentId, {
-        async write(dirty) {
-          const current = await comments.live(tenantId, c._id);
-          if (!current) throw notFound("comment not found");
-          await dirty();
-          const event = commentEvent("comment.deleted", current, activity.actor, parent?.user_id ?? null, new Date());
-          await outbox.emit(tenantId, [event], () => comments.remove(tenantId, c._id), { publishIf: (gone) => gone });
-        },
-        count: (_, lease) => recounts.replies(tenantId, parentId, lease),
-      });
+      // A top-level comment leaves every read with its replies at once; a reply lowers its
+      // parent's reply_count before the answer.
+      await changes.delete(tenantId, c._id, (current, at) => commentEvent("comment.deleted", current, activity.actor, parent?.user_id ?? null, at));
       return {};
     },
   };

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   callerOf,
@@ -13,26 +12,22 @@ import {
   validationFailed,
 } from "@feeds/kit";
 import type { EngagementService } from "@feeds/proto/feeds/engagement/v1/engagement";
-import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
 import { actingUser } from "./acting-user.js";
 import { isUuid, type Activities } from "./activities.js";
-import { reactionEvent } from "./events.js";
-import type { KindBound } from "./kind-bound.js";
 import { reactionMessage } from "./messages.js";
 import type { OwnReactions } from "./own-reactions.js";
+import type { ReactionChanges } from "./reaction-changes.js";
 import type { ReactionKinds } from "./reaction-kinds.js";
-import { reactionKey, type ReactionDoc, type ReactionRepository } from "./reaction-repository.js";
-import type { ReactionWrites } from "./reaction-writes.js";
+import type { ReactionRepository } from "./reaction-repository.js";
 
 type ReactionRpcs = "listOwnReactions" | "react" | "listReactions" | "unreact" | "deleteReaction";
 
 export interface ReactionRoutesDeps {
-  reactions: ReactionRepository;
+  reactions: Pick<ReactionRepository, "get" | "byId" | "page">;
   activities: Pick<Activities, "live">;
-  writes: ReactionWrites;
-  own: Pick<OwnReactions, "kindsOf" | "invalidate">;
+  changes: Pick<ReactionChanges, "add" | "remove">;
+  own: Pick<OwnReactions, "kindsOf">;
   kinds: Pick<ReactionKinds, "declared">;
-  bound: KindBound;
 }
 
 function checkKind(kind: string): string {
@@ -44,17 +39,7 @@ function checkKind(kind: string): string {
 
 /** React, unreact, list reactions, and the caller's own reactions for feed reads. */
 export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl<typeof EngagementService>, ReactionRpcs> {
-  const { reactions, activities, writes, own, kinds, bound } = deps;
-
-  /** Removes the reaction `find` answers, with its event and count (404 when there is none). */
-  async function remove(tenantId: string, activity: Activity, find: () => Promise<ReactionDoc | null>): Promise<void> {
-    const current = await find();
-    if (!current) throw notFound("reaction not found");
-    const { user_id: userId, kind } = current;
-    const event = reactionEvent("reaction.deleted", current, activity.actor, new Date());
-    const removed = await writes.apply({ tenantId, activityId: activity.id, userId, kind, event }, () => reactions.remove(current), (gone) => gone);
-    if (!removed) throw notFound("reaction not found");
-  }
+  const { reactions, activities, changes, own, kinds } = deps;
 
   return {
     async listOwnReactions(req, ctx) {
@@ -69,30 +54,12 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
       const tenantId = requireTenant(ctx);
       const userId = actingUser(ctx, req.userId);
       const kind = checkKind(req.kind);
-      const [activity, declared] = await Promise.all([activities.live(tenantId, req.activityId), kinds.declared(tenantId)]);
+      if (!isUuid(req.activityId)) throw notFound("activity not found");
+      const declared = await kinds.declared(tenantId);
       if (declared.length > 0 && !declared.includes(kind)) {
         throw validationFailed([{ path: "kind", message: "is not one of the tenant's reaction kinds" }]);
       }
-      const existing = await reactions.get(tenantId, activity.id, userId, kind);
-      if (existing) {
-        // A retry of a call whose invalidation failed must still leave the cache right.
-        await own.invalidate(tenantId, userId, activity.id);
-        return { reaction: reactionMessage(existing), created: false };
-      }
-      const at = new Date();
-      const doc: ReactionDoc = {
-        _id: reactionKey(tenantId, activity.id, userId, kind),
-        id: randomUUID(),
-        tenant_id: tenantId,
-        activity_id: activity.id,
-        user_id: userId,
-        kind,
-        created_at: at,
-      };
-      const event = reactionEvent("reaction.added", doc, activity.actor, at);
-      const stored = await bound.admit(tenantId, activity, kind, (count) =>
-        writes.apply({ tenantId, activityId: activity.id, userId, kind, event, count }, () => reactions.insert(doc), (r) => r.created),
-      );
+      const stored = await changes.add(tenantId, req.activityId, userId, kind);
       return { reaction: reactionMessage(stored.doc), created: stored.created };
     },
 
@@ -115,8 +82,8 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
       const tenantId = requireTenant(ctx);
       const userId = actingUser(ctx, req.userId);
       const kind = checkKind(req.kind);
-      const activity = await activities.live(tenantId, req.activityId);
-      await remove(tenantId, activity, () => reactions.get(tenantId, activity.id, userId, kind));
+      if (!isUuid(req.activityId)) throw notFound("activity not found");
+      await changes.remove(tenantId, () => reactions.get(tenantId, req.activityId, userId, kind));
       return {};
     },
 
@@ -124,11 +91,14 @@ export function createReactionRoutes(deps: ReactionRoutesDeps): Pick<ServiceImpl
       const tenantId = requireTenant(ctx);
       const caller = callerOf(ctx);
       if (caller.kind !== "user" && caller.kind !== "server" && caller.kind !== "system") throw forbidden("server or user token required");
-      const r = isUuid(req.id) ? await reactions.byId(tenantId, req.id) : null;
-      if (!r) throw notFound("reaction not found");
-      if (caller.kind === "user" && r.user_id !== caller.userId) throw forbidden("not your reaction");
-      const activity = await activities.live(tenantId, r.activity_id);
-      await remove(tenantId, activity, () => reactions.byId(tenantId, r.id));
+      if (!isUuid(req.id)) throw notFound("reaction not found");
+      await changes.remove(
+        tenantId,
+        () => reactions.byId(tenantId, req.id),
+        (r) => {
+          if (caller.kind === "user" && r.user_id !== caller.userId) throw forbidden("not your reaction");
+        },
+      );
       return {};
     },
   };

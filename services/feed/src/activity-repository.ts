@@ -1,5 +1,5 @@
-import type { Collection, Db } from "mongodb";
-import { createInsertBatcher, DocumentWriteError, type CountSignal } from "@feeds/kit";
+import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { createInsertBatcher, DocumentWriteError, onceFilter, onceUpdate, type CountSignal } from "@feeds/kit";
 
 export interface ActivityDoc {
   _id: string; // activity id (uuid)
@@ -22,6 +22,10 @@ export interface ActivityDoc {
   batch: boolean;
   /** The outbox record, kept in the activity itself: true until its fan-out task is published. */
   fanout_pending?: boolean;
+  /** The kinds `reaction_counts` holds, as a set: the bound of kinds is a condition on its length. */
+  reaction_kinds?: string[];
+  /** Reaction changes applied and not yet cleared by the engagement service (kit's outbox). */
+  applied?: string[];
 }
 
 interface IdentityDoc {
@@ -77,6 +81,38 @@ export function createActivityRepository(db: Db) {
         { _id: doc._id, tenant_id: doc.tenant_id, version: expectedVersion },
         { $set: set },
         { returnDocument: "after" },
+      );
+    },
+    /**
+     * One reaction change, made once (`changeId` joins `applied` in the same atomic update) while
+     * the activity is live: `reaction_counts.<kind>` and `version` move by `delta` (+1 or -1). A +1
+     * of a kind the activity does not carry matches only while it carries fewer than `maxKinds`
+     * kinds; a -1 that leaves no reaction of the kind takes the kind out. Answers the document
+     * after, or null when nothing matched (not live, applied already, or no slot for the kind).
+     */
+    async changeReactionCount(tenantId: string, id: string, kind: string, delta: 1 | -1, changeId: string, maxKinds: number) {
+      const live = { _id: id, tenant_id: tenantId, deleted_at: null };
+      const count = `reaction_counts.${kind}`;
+      const once = (filter: Record<string, unknown>, update: Record<string, unknown>) =>
+        activities.findOneAndUpdate(onceFilter(filter as Filter<ActivityDoc>, changeId), onceUpdate(update as UpdateFilter<ActivityDoc>, changeId), {
+          returnDocument: "after",
+        });
+      if (delta > 0) {
+        const slot = { $or: [{ reaction_kinds: kind }, { [`reaction_kinds.${maxKinds - 1}`]: { $exists: false } }] };
+        return once({ ...live, ...slot }, { $inc: { [count]: 1, version: 1 }, $addToSet: { reaction_kinds: kind } });
+      }
+      // Two forms, each one atomic update: no reader ever sees a kind counted 0.
+      const stays = await once({ ...live, [count]: { $gt: 1 } }, { $inc: { [count]: -1, version: 1 } });
+      if (stays) return stays;
+      const last = { $or: [{ [count]: { $lte: 1 } }, { [count]: { $exists: false } }] };
+      return once({ ...live, ...last }, { $unset: { [count]: "" }, $pull: { reaction_kinds: kind }, $inc: { version: 1 } });
+    },
+    /** Forgets applied reaction changes (`changeReactionCount`) whose changes nothing replays any more. */
+    async pullApplied(tenantId: string, items: { id: string; changes: string[] }[]): Promise<void> {
+      if (!items.length) return;
+      await activities.bulkWrite(
+        items.map((it) => ({ updateOne: { filter: { _id: it.id, tenant_id: tenantId }, update: { $pullAll: { applied: it.changes } } } })),
+        { ordered: false },
       );
     },
     /** Clears an activity's outbox mark once its fan-out task is published (the outbox relay). */

@@ -10,7 +10,6 @@ import {
   forbidden,
   fromTimestamp,
   isDuplicateKey,
-  isReactionKind,
   notFound,
   pageLimit,
   patchCustomJson,
@@ -34,6 +33,7 @@ import { EMPTY_VERSION, type Signals } from "./signals.js";
 import { HEAD_CAP, type HeadEntry, type Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
 import { checkActivity, checkRefs, feedKey, parseCustom } from "./validate.js";
+import { applyReactionChange, clearReactionChanges, retiredSetReactionCounts } from "./reaction-counts.js";
 
 export interface FeedServiceDeps {
   activities: ActivityRepository;
@@ -75,20 +75,6 @@ export const activityToProto = (d: ActivityDoc): Activity =>
     version: BigInt(d.version),
     ...(d.deleted_at ? { deletedAt: toTimestamp(d.deleted_at) } : {}),
   });
-
-/** `current` with `counts` applied (all of it when `complete`); a kind counted 0 leaves. */
-function countsWith(current: Record<string, number>, counts: Record<string, bigint>, complete: boolean): Record<string, number> {
-  const out: Record<string, number> = complete ? {} : { ...current };
-  for (const [kind, n] of Object.entries(counts)) {
-    if (!isReactionKind(kind)) continue;
-    if (n > 0n) out[kind] = Number(n);
-    else delete out[kind];
-  }
-  return out;
-}
-
-const sameCounts = (a: Record<string, number>, b: Record<string, number>) =>
-  Object.keys(a).length === Object.keys(b).length && Object.entries(a).every(([k, n]) => b[k] === n);
 
 const burned = () => conflict("this (foreign_id, time) identity belongs to a deleted activity");
 
@@ -411,24 +397,17 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       return { results };
     },
 
-    async setReactionCounts(req, ctx) {
-      const tenantId = requireTenant(ctx);
-      if (callerOf(ctx).kind !== "system") throw forbidden("reaction counts are set by the engagement service");
-      return deps.locks.withLock(activityLock(tenantId, req.id), async (lease) => {
-        const doc = await live(tenantId, req.id);
-        const counts = countsWith(doc.reaction_counts, req.counts, req.complete);
-        const same = sameCounts(counts, doc.reaction_counts);
-        const moves = req.exact ? Math.max(0, req.changes) : req.changes > 0 ? req.changes : same ? 0 : 1;
-        if (moves === 0 && same) return { activity: activityToProto(doc), changed: false };
-        await lease.assertHeld();
-        const updated = await activities.replaceIfVersion(doc, doc.version, { reaction_counts: counts, version: doc.version + moves });
-        if (!updated) throw conflict("the activity changed concurrently; retry");
-        await cache.putMany([updated]);
-        // The origin feed's signal only: bumping every follower feed per reaction costs a write per
-        // follower; their pages still show the new counts (activities come from the cache by id).
-        await signals.bump(tenantId, [doc.origin_feed]);
-        return { activity: activityToProto(updated), changed: true };
-      });
+    async setReactionCounts() {
+      return retiredSetReactionCounts();
+    },
+
+    async applyReactionChange(req, ctx) {
+      return { activity: activityToProto(await applyReactionChange({ activities, cache, signals, consoleSignal: deps.consoleSignal }, ctx, req)) };
+    },
+
+    async clearReactionChanges(req, ctx) {
+      await clearReactionChanges({ activities }, ctx, req.activities);
+      return {};
     },
 
     async getActivitySignal(_req, ctx) {

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/feed/v1/feed.proto.
  */
 export const file_feeds_feed_v1_feed: GenFile = /*@__PURE__*/
-  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEiGgoYR2V0QWN0aXZpdHlTaWduYWxSZXF1ZXN0IjsKGUdldEFjdGl2aXR5U2lnbmFsUmVzcG9uc2USDQoFY291bnQYASABKAMSDwoHdmVyc2lvbhgCIAEoAyLaAwoIQWN0aXZpdHkSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoGdGFyZ2V0GAUgASgJSACIAQESFwoKZm9yZWlnbl9pZBgGIAEoCUgBiAEBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAggASgJEhMKC29yaWdpbl9mZWVkGAkgASgJEkQKD3JlYWN0aW9uX2NvdW50cxgKIAMoCzIrLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkuUmVhY3Rpb25Db3VudHNFbnRyeRIMCgRyZWZzGAsgAygJEi0KCWVkaXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgNIAEoAxIuCgpkZWxldGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo1ChNSZWFjdGlvbkNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAFCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCLPAQoLTmV3QWN0aXZpdHkSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoGdGFyZ2V0GAQgASgJSACIAQESFwoKZm9yZWlnbl9pZBgFIAEoCUgBiAEBEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAcgASgJEgwKBHJlZnMYCCADKAlCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCJqChJBZGRBY3Rpdml0eVJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSKQAQoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCRIrCgphY3Rvcl91c2VyGAQgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlciIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSLMAQoYU2V0UmVhY3Rpb25Db3VudHNSZXF1ZXN0EgoKAmlkGAEgASgJEkMKBmNvdW50cxgCIAMoCzIzLmZlZWRzLmZlZWQudjEuU2V0UmVhY3Rpb25Db3VudHNSZXF1ZXN0LkNvdW50c0VudHJ5EhAKCGNvbXBsZXRlGAMgASgIEg8KB2NoYW5nZXMYBCABKAUSDQoFZXhhY3QYBSABKAgaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJXChlTZXRSZWFjdGlvbkNvdW50c1Jlc3BvbnNlEikKCGFjdGl2aXR5GAEgASgLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eRIPCgdjaGFuZ2VkGAIgASgIIigKCEF1ZGllbmNlEg0KBXVzZXJzGAEgAygJEg0KBWZlZWRzGAIgAygJIpMCCg5Qcm9tb3RlZFJlY29yZBIKCgJpZBgBIAEoCRINCgVhY3RvchgCIAEoCRIMCgR2ZXJiGAMgASgJEg4KBm9iamVjdBgEIAEoCRITCgtjdXN0b21fanNvbhgFIAEoCRIuCghhdWRpZW5jZRgGIAEoCzIXLmZlZWRzLmZlZWQudjEuQXVkaWVuY2VIAIgBARIUCgxzZXJ2ZWRfY291bnQYByABKAMSLgoKY3JlYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASMAoMcmV0cmFjdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEILCglfYXVkaWVuY2UilgEKFUNyZWF0ZVByb21vdGVkUmVxdWVzdBINCgVhY3RvchgBIAEoCRIMCgR2ZXJiGAIgASgJEg4KBm9iamVjdBgDIAEoCRITCgtjdXN0b21fanNvbhgEIAEoCRIuCghhdWRpZW5jZRgFIAEoCzIXLmZlZWRzLmZlZWQudjEuQXVkaWVuY2VIAIgBAUILCglfYXVkaWVuY2UiRwoWQ3JlYXRlUHJvbW90ZWRSZXNwb25zZRItCgZyZWNvcmQYASABKAsyHS5mZWVkcy5mZWVkLnYxLlByb21vdGVkUmVjb3JkIkEKE0xpc3RQcm9tb3RlZFJlcXVlc3QSKgoEcGFnZRgBIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJUChRMaXN0UHJvbW90ZWRSZXNwb25zZRIuCgdyZWNvcmRzGAEgAygLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZBIMCgRuZXh0GAIgASgJIiQKFlJldHJhY3RQcm9tb3RlZFJlcXVlc3QSCgoCaWQYASABKAkiGQoXUmV0cmFjdFByb21vdGVkUmVzcG9uc2UiTwoUU2VydmVQcm9tb3RlZFJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg8KB3VzZXJfaWQYAiABKAkiRwoVU2VydmVQcm9tb3RlZFJlc3BvbnNlEi4KB3JlY29yZHMYASADKAsyHS5mZWVkcy5mZWVkLnYxLlByb21vdGVkUmVjb3JkMrMJCgtGZWVkU2VydmljZRJUCgtBZGRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5BZGRBY3Rpdml0eVJlc3BvbnNlElQKC0dldEFjdGl2aXR5EiEuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlcXVlc3QaIi5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXR5UmVzcG9uc2USWgoNR2V0QWN0aXZpdGllcxIjLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdGllc1JlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXNwb25zZRJaCg1QYXRjaEFjdGl2aXR5EiMuZmVlZHMuZmVlZC52MS5QYXRjaEFjdGl2aXR5UmVxdWVzdBokLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlc3BvbnNlEl0KDkRlbGV0ZUFjdGl2aXR5EiQuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlcXVlc3QaJS5mZWVkcy5mZWVkLnYxLkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2USSwoIUmVhZEZlZWQSHi5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVxdWVzdBofLmZlZWRzLmZlZWQudjEuUmVhZEZlZWRSZXNwb25zZRJOCglHZXRTaWduYWwSHy5mZWVkcy5mZWVkLnYxLkdldFNpZ25hbFJlcXVlc3QaIC5mZWVkcy5mZWVkLnYxLkdldFNpZ25hbFJlc3BvbnNlElQKC0NvcHlIaXN0b3J5EiEuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlcXVlc3QaIi5mZWVkcy5mZWVkLnYxLkNvcHlIaXN0b3J5UmVzcG9uc2USWgoNUmVtb3ZlSGlzdG9yeRIjLmZlZWRzLmZlZWQudjEuUmVtb3ZlSGlzdG9yeVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXNwb25zZRJjChBJbXBvcnRBY3Rpdml0aWVzEiYuZmVlZHMuZmVlZC52MS5JbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBonLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1Jlc3BvbnNlEl0KDkxpc3RBY3Rpdml0aWVzEiQuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1JlcXVlc3QaJS5mZWVkcy5mZWVkLnYxLkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USZgoRU2V0UmVhY3Rpb25Db3VudHMSJy5mZWVkcy5mZWVkLnYxLlNldFJlYWN0aW9uQ291bnRzUmVxdWVzdBooLmZlZWRzLmZlZWQudjEuU2V0UmVhY3Rpb25Db3VudHNSZXNwb25zZRJmChFHZXRBY3Rpdml0eVNpZ25hbBInLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlTaWduYWxSZXF1ZXN0GiguZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVNpZ25hbFJlc3BvbnNlMocDCg9Qcm9tb3RlZFNlcnZpY2USXQoOQ3JlYXRlUHJvbW90ZWQSJC5mZWVkcy5mZWVkLnYxLkNyZWF0ZVByb21vdGVkUmVxdWVzdBolLmZlZWRzLmZlZWQudjEuQ3JlYXRlUHJvbW90ZWRSZXNwb25zZRJXCgxMaXN0UHJvbW90ZWQSIi5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlcXVlc3QaIy5mZWVkcy5mZWVkLnYxLkxpc3RQcm9tb3RlZFJlc3BvbnNlEmAKD1JldHJhY3RQcm9tb3RlZBIlLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVxdWVzdBomLmZlZWRzLmZlZWQudjEuUmV0cmFjdFByb21vdGVkUmVzcG9uc2USWgoNU2VydmVQcm9tb3RlZBIjLmZlZWRzLmZlZWQudjEuU2VydmVQcm9tb3RlZFJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlNlcnZlUHJvbW90ZWRSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_feeds_identity_v1_identity, file_google_protobuf_timestamp]);
+  fileDesc("ChhmZWVkcy9mZWVkL3YxL2ZlZWQucHJvdG8SDWZlZWRzLmZlZWQudjEiGgoYR2V0QWN0aXZpdHlTaWduYWxSZXF1ZXN0IjsKGUdldEFjdGl2aXR5U2lnbmFsUmVzcG9uc2USDQoFY291bnQYASABKAMSDwoHdmVyc2lvbhgCIAEoAyLaAwoIQWN0aXZpdHkSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoGdGFyZ2V0GAUgASgJSACIAQESFwoKZm9yZWlnbl9pZBgGIAEoCUgBiAEBEigKBHRpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAggASgJEhMKC29yaWdpbl9mZWVkGAkgASgJEkQKD3JlYWN0aW9uX2NvdW50cxgKIAMoCzIrLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkuUmVhY3Rpb25Db3VudHNFbnRyeRIMCgRyZWZzGAsgAygJEi0KCWVkaXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDwoHdmVyc2lvbhgNIAEoAxIuCgpkZWxldGVkX2F0GA4gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBo1ChNSZWFjdGlvbkNvdW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAzoCOAFCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCLPAQoLTmV3QWN0aXZpdHkSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoGdGFyZ2V0GAQgASgJSACIAQESFwoKZm9yZWlnbl9pZBgFIAEoCUgBiAEBEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhMKC2N1c3RvbV9qc29uGAcgASgJEgwKBHJlZnMYCCADKAlCCQoHX3RhcmdldEINCgtfZm9yZWlnbl9pZCJqChJBZGRBY3Rpdml0eVJlcXVlc3QSJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSKQAQoTQWRkQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDwoHY3JlYXRlZBgCIAEoCBIQCgh3YXJuaW5ncxgDIAMoCRIrCgphY3Rvcl91c2VyGAQgASgLMhcuZmVlZHMuaWRlbnRpdHkudjEuVXNlciIgChJHZXRBY3Rpdml0eVJlcXVlc3QSCgoCaWQYASABKAkiQAoTR2V0QWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoUR2V0QWN0aXZpdGllc1JlcXVlc3QSCwoDaWRzGAEgAygJIkQKFUdldEFjdGl2aXRpZXNSZXNwb25zZRIrCgphY3Rpdml0aWVzGAEgAygLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eSJjChRQYXRjaEFjdGl2aXR5UmVxdWVzdBIKCgJpZBgBIAEoCRIQCghzZXRfanNvbhgCIAEoCRINCgV1bnNldBgDIAMoCRIQCghoYXNfcmVmcxgEIAEoCBIMCgRyZWZzGAUgAygJIkIKFVBhdGNoQWN0aXZpdHlSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiIwoVRGVsZXRlQWN0aXZpdHlSZXF1ZXN0EgoKAmlkGAEgASgJIhgKFkRlbGV0ZUFjdGl2aXR5UmVzcG9uc2UiZQoPUmVhZEZlZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik0KEFJlYWRGZWVkUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSI6ChBHZXRTaWduYWxSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZiIyChFHZXRTaWduYWxSZXNwb25zZRIPCgd2ZXJzaW9uGAEgASgDEgwKBGhlYWQYAiABKAkidwoSQ29weUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEg0KBWxpbWl0GAMgASgFIiUKE0NvcHlIaXN0b3J5UmVzcG9uc2USDgoGY29waWVkGAEgASgFImoKFFJlbW92ZUhpc3RvcnlSZXF1ZXN0EigKBnNvdXJjZRgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEigKBnRhcmdldBgCIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmIigKFVJlbW92ZUhpc3RvcnlSZXNwb25zZRIPCgdyZW1vdmVkGAEgASgFImIKCkltcG9ydEl0ZW0SJgoEZmVlZBgBIAEoCzIYLmZlZWRzLmNvbW1vbi52MS5GZWVkUmVmEiwKCGFjdGl2aXR5GAIgASgLMhouZmVlZHMuZmVlZC52MS5OZXdBY3Rpdml0eSJDChdJbXBvcnRBY3Rpdml0aWVzUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLmZlZWRzLmZlZWQudjEuSW1wb3J0SXRlbSJDCgxJbXBvcnRSZXN1bHQSDQoFaW5kZXgYASABKAUSCgoCb2sYAiABKAgSCgoCaWQYAyABKAkSDAoEY29kZRgEIAEoCSJIChhJbXBvcnRBY3Rpdml0aWVzUmVzcG9uc2USLAoHcmVzdWx0cxgBIAMoCzIbLmZlZWRzLmZlZWQudjEuSW1wb3J0UmVzdWx0IkMKFUxpc3RBY3Rpdml0aWVzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0IlMKFkxpc3RBY3Rpdml0aWVzUmVzcG9uc2USKwoKYWN0aXZpdGllcxgBIAMoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkSDAoEbmV4dBgCIAEoCSLMAQoYU2V0UmVhY3Rpb25Db3VudHNSZXF1ZXN0EgoKAmlkGAEgASgJEkMKBmNvdW50cxgCIAMoCzIzLmZlZWRzLmZlZWQudjEuU2V0UmVhY3Rpb25Db3VudHNSZXF1ZXN0LkNvdW50c0VudHJ5EhAKCGNvbXBsZXRlGAMgASgIEg8KB2NoYW5nZXMYBCABKAUSDQoFZXhhY3QYBSABKAgaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgDOgI4ASJXChlTZXRSZWFjdGlvbkNvdW50c1Jlc3BvbnNlEikKCGFjdGl2aXR5GAEgASgLMhcuZmVlZHMuZmVlZC52MS5BY3Rpdml0eRIPCgdjaGFuZ2VkGAIgASgIIocBChpBcHBseVJlYWN0aW9uQ2hhbmdlUmVxdWVzdBIKCgJpZBgBIAEoCRIMCgRraW5kGAIgASgJEg0KBWRlbHRhGAMgASgFEhEKCWNoYW5nZV9pZBgEIAEoCRItCglub3RfYWZ0ZXIYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkgKG0FwcGx5UmVhY3Rpb25DaGFuZ2VSZXNwb25zZRIpCghhY3Rpdml0eRgBIAEoCzIXLmZlZWRzLmZlZWQudjEuQWN0aXZpdHkiMAoOQXBwbGllZENoYW5nZXMSCgoCaWQYASABKAkSEgoKY2hhbmdlX2lkcxgCIAMoCSJQChtDbGVhclJlYWN0aW9uQ2hhbmdlc1JlcXVlc3QSMQoKYWN0aXZpdGllcxgBIAMoCzIdLmZlZWRzLmZlZWQudjEuQXBwbGllZENoYW5nZXMiHgocQ2xlYXJSZWFjdGlvbkNoYW5nZXNSZXNwb25zZSIoCghBdWRpZW5jZRINCgV1c2VycxgBIAMoCRINCgVmZWVkcxgCIAMoCSKTAgoOUHJvbW90ZWRSZWNvcmQSCgoCaWQYASABKAkSDQoFYWN0b3IYAiABKAkSDAoEdmVyYhgDIAEoCRIOCgZvYmplY3QYBCABKAkSEwoLY3VzdG9tX2pzb24YBSABKAkSLgoIYXVkaWVuY2UYBiABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQESFAoMc2VydmVkX2NvdW50GAcgASgDEi4KCmNyZWF0ZWRfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjAKDHJldHJhY3RlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCCwoJX2F1ZGllbmNlIpYBChVDcmVhdGVQcm9tb3RlZFJlcXVlc3QSDQoFYWN0b3IYASABKAkSDAoEdmVyYhgCIAEoCRIOCgZvYmplY3QYAyABKAkSEwoLY3VzdG9tX2pzb24YBCABKAkSLgoIYXVkaWVuY2UYBSABKAsyFy5mZWVkcy5mZWVkLnYxLkF1ZGllbmNlSACIAQFCCwoJX2F1ZGllbmNlIkcKFkNyZWF0ZVByb21vdGVkUmVzcG9uc2USLQoGcmVjb3JkGAEgASgLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZCJBChNMaXN0UHJvbW90ZWRSZXF1ZXN0EioKBHBhZ2UYASABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QiVAoUTGlzdFByb21vdGVkUmVzcG9uc2USLgoHcmVjb3JkcxgBIAMoCzIdLmZlZWRzLmZlZWQudjEuUHJvbW90ZWRSZWNvcmQSDAoEbmV4dBgCIAEoCSIkChZSZXRyYWN0UHJvbW90ZWRSZXF1ZXN0EgoKAmlkGAEgASgJIhkKF1JldHJhY3RQcm9tb3RlZFJlc3BvbnNlIk8KFFNlcnZlUHJvbW90ZWRSZXF1ZXN0EiYKBGZlZWQYASABKAsyGC5mZWVkcy5jb21tb24udjEuRmVlZFJlZhIPCgd1c2VyX2lkGAIgASgJIkcKFVNlcnZlUHJvbW90ZWRSZXNwb25zZRIuCgdyZWNvcmRzGAEgAygLMh0uZmVlZHMuZmVlZC52MS5Qcm9tb3RlZFJlY29yZDKXCwoLRmVlZFNlcnZpY2USVAoLQWRkQWN0aXZpdHkSIS5mZWVkcy5mZWVkLnYxLkFkZEFjdGl2aXR5UmVxdWVzdBoiLmZlZWRzLmZlZWQudjEuQWRkQWN0aXZpdHlSZXNwb25zZRJUCgtHZXRBY3Rpdml0eRIhLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0eVJlc3BvbnNlEloKDUdldEFjdGl2aXRpZXMSIy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXRpZXNSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5HZXRBY3Rpdml0aWVzUmVzcG9uc2USWgoNUGF0Y2hBY3Rpdml0eRIjLmZlZWRzLmZlZWQudjEuUGF0Y2hBY3Rpdml0eVJlcXVlc3QaJC5mZWVkcy5mZWVkLnYxLlBhdGNoQWN0aXZpdHlSZXNwb25zZRJdCg5EZWxldGVBY3Rpdml0eRIkLmZlZWRzLmZlZWQudjEuRGVsZXRlQWN0aXZpdHlSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5EZWxldGVBY3Rpdml0eVJlc3BvbnNlEksKCFJlYWRGZWVkEh4uZmVlZHMuZmVlZC52MS5SZWFkRmVlZFJlcXVlc3QaHy5mZWVkcy5mZWVkLnYxLlJlYWRGZWVkUmVzcG9uc2USTgoJR2V0U2lnbmFsEh8uZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXF1ZXN0GiAuZmVlZHMuZmVlZC52MS5HZXRTaWduYWxSZXNwb25zZRJUCgtDb3B5SGlzdG9yeRIhLmZlZWRzLmZlZWQudjEuQ29weUhpc3RvcnlSZXF1ZXN0GiIuZmVlZHMuZmVlZC52MS5Db3B5SGlzdG9yeVJlc3BvbnNlEloKDVJlbW92ZUhpc3RvcnkSIy5mZWVkcy5mZWVkLnYxLlJlbW92ZUhpc3RvcnlSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5SZW1vdmVIaXN0b3J5UmVzcG9uc2USYwoQSW1wb3J0QWN0aXZpdGllcxImLmZlZWRzLmZlZWQudjEuSW1wb3J0QWN0aXZpdGllc1JlcXVlc3QaJy5mZWVkcy5mZWVkLnYxLkltcG9ydEFjdGl2aXRpZXNSZXNwb25zZRJdCg5MaXN0QWN0aXZpdGllcxIkLmZlZWRzLmZlZWQudjEuTGlzdEFjdGl2aXRpZXNSZXF1ZXN0GiUuZmVlZHMuZmVlZC52MS5MaXN0QWN0aXZpdGllc1Jlc3BvbnNlEmsKEVNldFJlYWN0aW9uQ291bnRzEicuZmVlZHMuZmVlZC52MS5TZXRSZWFjdGlvbkNvdW50c1JlcXVlc3QaKC5mZWVkcy5mZWVkLnYxLlNldFJlYWN0aW9uQ291bnRzUmVzcG9uc2UiA4gCARJsChNBcHBseVJlYWN0aW9uQ2hhbmdlEikuZmVlZHMuZmVlZC52MS5BcHBseVJlYWN0aW9uQ2hhbmdlUmVxdWVzdBoqLmZlZWRzLmZlZWQudjEuQXBwbHlSZWFjdGlvbkNoYW5nZVJlc3BvbnNlEm8KFENsZWFyUmVhY3Rpb25DaGFuZ2VzEiouZmVlZHMuZmVlZC52MS5DbGVhclJlYWN0aW9uQ2hhbmdlc1JlcXVlc3QaKy5mZWVkcy5mZWVkLnYxLkNsZWFyUmVhY3Rpb25DaGFuZ2VzUmVzcG9uc2USZgoRR2V0QWN0aXZpdHlTaWduYWwSJy5mZWVkcy5mZWVkLnYxLkdldEFjdGl2aXR5U2lnbmFsUmVxdWVzdBooLmZlZWRzLmZlZWQudjEuR2V0QWN0aXZpdHlTaWduYWxSZXNwb25zZTKHAwoPUHJvbW90ZWRTZXJ2aWNlEl0KDkNyZWF0ZVByb21vdGVkEiQuZmVlZHMuZmVlZC52MS5DcmVhdGVQcm9tb3RlZFJlcXVlc3QaJS5mZWVkcy5mZWVkLnYxLkNyZWF0ZVByb21vdGVkUmVzcG9uc2USVwoMTGlzdFByb21vdGVkEiIuZmVlZHMuZmVlZC52MS5MaXN0UHJvbW90ZWRSZXF1ZXN0GiMuZmVlZHMuZmVlZC52MS5MaXN0UHJvbW90ZWRSZXNwb25zZRJgCg9SZXRyYWN0UHJvbW90ZWQSJS5mZWVkcy5mZWVkLnYxLlJldHJhY3RQcm9tb3RlZFJlcXVlc3QaJi5mZWVkcy5mZWVkLnYxLlJldHJhY3RQcm9tb3RlZFJlc3BvbnNlEloKDVNlcnZlUHJvbW90ZWQSIy5mZWVkcy5mZWVkLnYxLlNlcnZlUHJvbW90ZWRSZXF1ZXN0GiQuZmVlZHMuZmVlZC52MS5TZXJ2ZVByb21vdGVkUmVzcG9uc2ViBnByb3RvMw", [file_feeds_common_v1_common, file_feeds_identity_v1_identity, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message feeds.feed.v1.GetActivitySignalRequest
@@ -778,6 +778,124 @@ export const SetReactionCountsResponseSchema: GenMessage<SetReactionCountsRespon
   messageDesc(file_feeds_feed_v1_feed, 29);
 
 /**
+ * @generated from message feeds.feed.v1.ApplyReactionChangeRequest
+ */
+export type ApplyReactionChangeRequest = Message<"feeds.feed.v1.ApplyReactionChangeRequest"> & {
+  /**
+   * The activity.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * +1: a reaction added; -1: one removed.
+   *
+   * @generated from field: int32 delta = 3;
+   */
+  delta: number;
+
+  /**
+   * The engagement service's pending change that makes it (its outbox).
+   *
+   * @generated from field: string change_id = 4;
+   */
+  changeId: string;
+
+  /**
+   * The writer's deadline: past it the change is the outbox relay's. Unset: the relay's replay.
+   *
+   * @generated from field: google.protobuf.Timestamp not_after = 5;
+   */
+  notAfter?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ApplyReactionChangeRequest.
+ * Use `create(ApplyReactionChangeRequestSchema)` to create a new message.
+ */
+export const ApplyReactionChangeRequestSchema: GenMessage<ApplyReactionChangeRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 30);
+
+/**
+ * @generated from message feeds.feed.v1.ApplyReactionChangeResponse
+ */
+export type ApplyReactionChangeResponse = Message<"feeds.feed.v1.ApplyReactionChangeResponse"> & {
+  /**
+   * The activity after the change.
+   *
+   * @generated from field: feeds.feed.v1.Activity activity = 1;
+   */
+  activity?: Activity | undefined;
+};
+
+/**
+ * Describes the message feeds.feed.v1.ApplyReactionChangeResponse.
+ * Use `create(ApplyReactionChangeResponseSchema)` to create a new message.
+ */
+export const ApplyReactionChangeResponseSchema: GenMessage<ApplyReactionChangeResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 31);
+
+/**
+ * Applied change ids to forget on one activity.
+ *
+ * @generated from message feeds.feed.v1.AppliedChanges
+ */
+export type AppliedChanges = Message<"feeds.feed.v1.AppliedChanges"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: repeated string change_ids = 2;
+   */
+  changeIds: string[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.AppliedChanges.
+ * Use `create(AppliedChangesSchema)` to create a new message.
+ */
+export const AppliedChangesSchema: GenMessage<AppliedChanges> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 32);
+
+/**
+ * @generated from message feeds.feed.v1.ClearReactionChangesRequest
+ */
+export type ClearReactionChangesRequest = Message<"feeds.feed.v1.ClearReactionChangesRequest"> & {
+  /**
+   * @generated from field: repeated feeds.feed.v1.AppliedChanges activities = 1;
+   */
+  activities: AppliedChanges[];
+};
+
+/**
+ * Describes the message feeds.feed.v1.ClearReactionChangesRequest.
+ * Use `create(ClearReactionChangesRequestSchema)` to create a new message.
+ */
+export const ClearReactionChangesRequestSchema: GenMessage<ClearReactionChangesRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 33);
+
+/**
+ * @generated from message feeds.feed.v1.ClearReactionChangesResponse
+ */
+export type ClearReactionChangesResponse = Message<"feeds.feed.v1.ClearReactionChangesResponse"> & {
+};
+
+/**
+ * Describes the message feeds.feed.v1.ClearReactionChangesResponse.
+ * Use `create(ClearReactionChangesResponseSchema)` to create a new message.
+ */
+export const ClearReactionChangesResponseSchema: GenMessage<ClearReactionChangesResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_feed_v1_feed, 34);
+
+/**
  * @generated from message feeds.feed.v1.Audience
  */
 export type Audience = Message<"feeds.feed.v1.Audience"> & {
@@ -799,7 +917,7 @@ export type Audience = Message<"feeds.feed.v1.Audience"> & {
  * Use `create(AudienceSchema)` to create a new message.
  */
 export const AudienceSchema: GenMessage<Audience> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 30);
+  messageDesc(file_feeds_feed_v1_feed, 35);
 
 /**
  * @generated from message feeds.feed.v1.PromotedRecord
@@ -858,7 +976,7 @@ export type PromotedRecord = Message<"feeds.feed.v1.PromotedRecord"> & {
  * Use `create(PromotedRecordSchema)` to create a new message.
  */
 export const PromotedRecordSchema: GenMessage<PromotedRecord> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 31);
+  messageDesc(file_feeds_feed_v1_feed, 36);
 
 /**
  * @generated from message feeds.feed.v1.CreatePromotedRequest
@@ -895,7 +1013,7 @@ export type CreatePromotedRequest = Message<"feeds.feed.v1.CreatePromotedRequest
  * Use `create(CreatePromotedRequestSchema)` to create a new message.
  */
 export const CreatePromotedRequestSchema: GenMessage<CreatePromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 32);
+  messageDesc(file_feeds_feed_v1_feed, 37);
 
 /**
  * @generated from message feeds.feed.v1.CreatePromotedResponse
@@ -912,7 +1030,7 @@ export type CreatePromotedResponse = Message<"feeds.feed.v1.CreatePromotedRespon
  * Use `create(CreatePromotedResponseSchema)` to create a new message.
  */
 export const CreatePromotedResponseSchema: GenMessage<CreatePromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 33);
+  messageDesc(file_feeds_feed_v1_feed, 38);
 
 /**
  * @generated from message feeds.feed.v1.ListPromotedRequest
@@ -929,7 +1047,7 @@ export type ListPromotedRequest = Message<"feeds.feed.v1.ListPromotedRequest"> &
  * Use `create(ListPromotedRequestSchema)` to create a new message.
  */
 export const ListPromotedRequestSchema: GenMessage<ListPromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 34);
+  messageDesc(file_feeds_feed_v1_feed, 39);
 
 /**
  * @generated from message feeds.feed.v1.ListPromotedResponse
@@ -951,7 +1069,7 @@ export type ListPromotedResponse = Message<"feeds.feed.v1.ListPromotedResponse">
  * Use `create(ListPromotedResponseSchema)` to create a new message.
  */
 export const ListPromotedResponseSchema: GenMessage<ListPromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 35);
+  messageDesc(file_feeds_feed_v1_feed, 40);
 
 /**
  * @generated from message feeds.feed.v1.RetractPromotedRequest
@@ -968,7 +1086,7 @@ export type RetractPromotedRequest = Message<"feeds.feed.v1.RetractPromotedReque
  * Use `create(RetractPromotedRequestSchema)` to create a new message.
  */
 export const RetractPromotedRequestSchema: GenMessage<RetractPromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 36);
+  messageDesc(file_feeds_feed_v1_feed, 41);
 
 /**
  * @generated from message feeds.feed.v1.RetractPromotedResponse
@@ -981,7 +1099,7 @@ export type RetractPromotedResponse = Message<"feeds.feed.v1.RetractPromotedResp
  * Use `create(RetractPromotedResponseSchema)` to create a new message.
  */
 export const RetractPromotedResponseSchema: GenMessage<RetractPromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 37);
+  messageDesc(file_feeds_feed_v1_feed, 42);
 
 /**
  * @generated from message feeds.feed.v1.ServePromotedRequest
@@ -1003,7 +1121,7 @@ export type ServePromotedRequest = Message<"feeds.feed.v1.ServePromotedRequest">
  * Use `create(ServePromotedRequestSchema)` to create a new message.
  */
 export const ServePromotedRequestSchema: GenMessage<ServePromotedRequest> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 38);
+  messageDesc(file_feeds_feed_v1_feed, 43);
 
 /**
  * @generated from message feeds.feed.v1.ServePromotedResponse
@@ -1020,7 +1138,7 @@ export type ServePromotedResponse = Message<"feeds.feed.v1.ServePromotedResponse
  * Use `create(ServePromotedResponseSchema)` to create a new message.
  */
 export const ServePromotedResponseSchema: GenMessage<ServePromotedResponse> = /*@__PURE__*/
-  messageDesc(file_feeds_feed_v1_feed, 39);
+  messageDesc(file_feeds_feed_v1_feed, 44);
 
 /**
  * Activities, dedupe identities, feed entries (materialised timelines), promoted records and the
@@ -1134,16 +1252,43 @@ export const FeedService: GenService<{
     output: typeof ListActivitiesResponseSchema;
   },
   /**
-   * Reaction counts, counted from the reaction records by the engagement service under its
-   * per-activity lock: sets them under the activity's lock and moves `version` (see `changes`).
-   * NOT_FOUND for a missing or deleted activity. Our own processes only (system callers).
+   * Retired (ApplyReactionChange replaced it): kept for wire compatibility, no caller, answers
+   * UNIMPLEMENTED.
    *
    * @generated from rpc feeds.feed.v1.FeedService.SetReactionCounts
+   * @deprecated
    */
   setReactionCounts: {
     methodKind: "unary";
     input: typeof SetReactionCountsRequestSchema;
     output: typeof SetReactionCountsResponseSchema;
+  },
+  /**
+   * One reaction change of the engagement service, made once: `reaction_counts.<kind>` and
+   * `version` move by `delta` in one atomic update of the activity, conditioned on it being live
+   * and on `change_id` not being applied to it yet (a replay of an applied change answers the
+   * activity as it is). A kind whose count falls to 0 leaves `reaction_counts`. A first reaction
+   * of a kind past the per-activity bound of kinds answers VALIDATION_FAILED naming `kind`; a
+   * missing or deleted activity NOT_FOUND; a change past `not_after` CONFLICT (the outbox relay
+   * makes it instead). Our own processes only (system callers).
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.ApplyReactionChange
+   */
+  applyReactionChange: {
+    methodKind: "unary";
+    input: typeof ApplyReactionChangeRequestSchema;
+    output: typeof ApplyReactionChangeResponseSchema;
+  },
+  /**
+   * Forgets change ids applied to activities (their changes are cleared in the engagement service,
+   * so nothing replays them any more). Our own processes only (system callers).
+   *
+   * @generated from rpc feeds.feed.v1.FeedService.ClearReactionChanges
+   */
+  clearReactionChanges: {
+    methodKind: "unary";
+    input: typeof ClearReactionChangesRequestSchema;
+    output: typeof ClearReactionChangesResponseSchema;
   },
   /**
    * The console's change signal of the tenant's activities (tombstones included), from Redis.

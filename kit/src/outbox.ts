@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Collection, Db, Document, Filter, UpdateFilter } from "mongodb";
 import { eventSubject, type FeedEvent } from "./events.js";
 import type { Logger } from "./log.js";
+import { workScope } from "./metrics.js";
 import type { Nats } from "./nats.js";
 
 // One outbox for every service. A write that owes messages to JetStream (events, fan-out tasks)
@@ -109,16 +110,25 @@ export function createOutbox(o: OutboxOptions) {
     for (const it of items) byCollection.set(it.collection, [...(byCollection.get(it.collection) ?? []), it]);
     // The changes first: a target's applied id must outlive the change that could replay it.
     await Promise.all(
-      [...byCollection].map(([name, its]) =>
-        col(name).bulkWrite(
+      [...byCollection].map(async ([name, its]) => {
+        // Mostly the change is its document's only one: one write takes it and the flag away.
+        const only = await col(name).bulkWrite(
+          its.map((it) => ({
+            updateOne: { filter: { _id: it.docId, outbox: { $size: 1 }, "outbox.0.id": it.change.id }, update: { $unset: { outbox: "", outbox_pending: "" } } },
+          })),
+          { ordered: false },
+        );
+        if (only.matchedCount === its.length) return;
+        // Some document holds other changes too (or this one is gone already): the change is
+        // pulled, and the flag goes with the last change (a change arriving meanwhile keeps both).
+        await col(name).bulkWrite(
           its.flatMap((it) => [
             { updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } },
-            // The flag goes with the last change (a change arriving meanwhile keeps both).
             { updateOne: { filter: { _id: it.docId, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "" } } } },
           ]),
           { ordered: true },
-        ),
-      ),
+        );
+      }),
     );
     const targets = new Map<string, Map<string, string[]>>();
     for (const it of items) {
@@ -149,10 +159,13 @@ export function createOutbox(o: OutboxOptions) {
 
   function clearLater(collection: string, docId: string, change: PendingChange): void {
     queued.push({ collection, docId, change });
-    if (queued.length >= CLEAR_MAX) {
-      clearTimeout(clearTimer);
-      flushClears();
-    } else clearTimer ??= setTimeout(flushClears, CLEAR_DELAY_MS);
+    // Background work: its commands are not those of the request that queued it (metrics' workScope).
+    workScope.exit(() => {
+      if (queued.length >= CLEAR_MAX) {
+        clearTimeout(clearTimer);
+        flushClears();
+      } else clearTimer ??= setTimeout(flushClears, CLEAR_DELAY_MS);
+    });
   }
 
   async function publish(messages: readonly OutboxMessage[]): Promise<void> {

@@ -21,9 +21,7 @@ export interface Nats {
 /** The work queues of the system and their dead-letter streams (contract: `fanout`, `notify`;
  * ours: `webhooks`, one delivery task per event and destination). */
 export const queueNames = ["fanout", "notify", "webhooks"] as const;
-/** Work queues of the system's own bookkeeping, not reported beside the contract's. */
-export const internalQueueNames = ["fanout_intents"] as const;
-export type QueueName = (typeof queueNames)[number] | (typeof internalQueueNames)[number];
+export type QueueName = (typeof queueNames)[number];
 
 export async function connectNats(config: Pick<Config, "NATS_URL" | "FEEDS_NAMESPACE">, name: string): Promise<Nats> {
   const nc = await connect({

@@ -1,6 +1,6 @@
 import type { Logger } from "./log.js";
 import type { Metrics } from "./metrics.js";
-import { queueDepth, queueNames, type Nats, type QueueDepth } from "./nats.js";
+import { queueDepth, queueNames, type Nats, type QueueDepth, type QueueName } from "./nats.js";
 import { cachedRead, registerScrapedGauge } from "./scraped-gauge.js";
 
 // The work queues' depth as gauges, read from JetStream when scraped. The figures are the
@@ -11,7 +11,7 @@ interface QueueState extends QueueDepth {
   redelivered: number;
 }
 
-async function queueState(nats: Nats, queue: (typeof queueNames)[number]): Promise<QueueState> {
+async function queueState(nats: Nats, queue: QueueName): Promise<QueueState> {
   const [depth, consumers] = await Promise.all([queueDepth(nats, queue), nats.jsm.consumers.list(nats.stream(queue)).next()]);
   return { ...depth, redelivered: consumers.reduce((n, c) => n + c.num_redelivered, 0) };
 }

@@ -1,5 +1,5 @@
 import { processMetrics, type RedisConn } from "@feeds/kit";
-import type { ActivityDoc } from "./activity-repository.js";
+import { plain, type ActivityDoc } from "./activity-repository.js";
 
 // Activities by id in Redis, each with its version. A write replaces an entry only with a newer
 // version, so a reader that fetched an older copy from MongoDB cannot put it back over a patch or
@@ -35,15 +35,16 @@ export interface CacheEntry {
 
 type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
-interface Cached extends Omit<ActivityDoc, "time" | "edited_at" | "deleted_at" | "created_at"> {
+interface Cached extends Omit<ActivityDoc, "time" | "edited_at" | "deleted_at" | "created_at" | "outbox" | "outbox_pending"> {
   time: number;
   edited_at: number | null;
   deleted_at: number | null;
   created_at: number;
 }
 
+/** The activity as cached: without its pending changes (they belong to MongoDB's copy). */
 const freeze = (d: ActivityDoc): Cached => ({
-  ...d,
+  ...plain(d),
   time: d.time.getTime(),
   edited_at: d.edited_at?.getTime() ?? null,
   deleted_at: d.deleted_at?.getTime() ?? null,

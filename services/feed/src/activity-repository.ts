@@ -1,8 +1,8 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
-import { createInsertBatcher, DocumentWriteError, onceFilter, onceUpdate, type CountSignal } from "@feeds/kit";
+import { createInsertBatcher, DocumentWriteError, onceFilter, onceUpdate, uuidFrom, type CountSignal, type OutboxFields, type PendingChange } from "@feeds/kit";
 
-export interface ActivityDoc {
-  _id: string; // activity id (uuid)
+export interface ActivityDoc extends OutboxFields {
+  _id: string; // activity id (uuid; name-based from the tenant and the (foreign_id, time) identity when it has one)
   tenant_id: string;
   actor: string;
   verb: string;
@@ -20,51 +20,52 @@ export interface ActivityDoc {
   created_at: Date;
   /** Batch imports fan out without live head keys. */
   batch: boolean;
-  /** The outbox record, kept in the activity itself: true until its fan-out task is published. */
-  fanout_pending?: boolean;
   /** The kinds `reaction_counts` holds, as a set: the bound of kinds is a condition on its length. */
   reaction_kinds?: string[];
   /** Reaction changes applied and not yet cleared by the engagement service (kit's outbox). */
   applied?: string[];
 }
 
-interface IdentityDoc {
-  _id: string; // `${tenant}/${foreign_id}/${time ms}`
-  activity_id: string;
-  deleted: boolean;
-  created_at: Date;
-  /** The first writer's activity, as it is to be stored under `activity_id` (absent on claims
-   * written before claims carried it). */
-  activity?: ActivityDoc;
+/** What a pending change of an activity does (the relay's `finish` replays it). */
+export type ActivityChangeKind = "add" | "update" | "delete";
+
+/** The outbox operators of one update (kit's `outbox.forUpdate`). */
+export interface PendingUpdate {
+  $push: { outbox: PendingChange };
+  $set: { outbox_pending: true };
 }
 
-const identityKey = (tenantId: string, foreignId: string, time: Date) => `${tenantId}/${foreignId}/${time.getTime()}`;
+/**
+ * The id of the activity with this (foreign_id, time) identity: a name-based UUID of the tenant and
+ * the pair, so that every write of one identity inserts the same `_id` and a duplicate is a
+ * duplicate key (a deleted activity keeps its tombstone, so its identity stays burned).
+ */
+export const identityId = (tenantId: string, foreignId: string, time: Date): string =>
+  uuidFrom("activity", tenantId, foreignId, String(time.getTime()));
 
-/** All MongoDB access for activities and their dedupe identities; every method takes the tenant. */
+/** The outbox fields of a stored activity left out of what reads answer. */
+const PLAIN = { projection: { outbox: 0, outbox_pending: 0 } } as const;
+
+/** `doc` without its pending changes (what reads, the cache and answers see). */
+export function plain<T extends ActivityDoc | null>(doc: T): T {
+  if (!doc) return doc;
+  // fanout_pending: the outbox mark of activities stored before the outbox kept their changes.
+  const { outbox: _o, outbox_pending: _p, fanout_pending: _f, ...rest } = doc as ActivityDoc & { fanout_pending?: unknown };
+  return rest as T;
+}
+
+/** All MongoDB access for activities; every method takes the tenant. */
 export function createActivityRepository(db: Db) {
   const activities: Collection<ActivityDoc> = db.collection<ActivityDoc>("activities");
-  const identities: Collection<IdentityDoc> = db.collection<IdentityDoc>("activity_identities");
   // Concurrent writes' inserts share commands under load (kit's insert batcher).
   const inserts = createInsertBatcher(activities);
   return {
+    /** The collection's name, for the outbox. */
+    collection: activities.collectionName,
     async ensureIndexes() {
       await activities.createIndex({ tenant_id: 1, time: -1, _id: -1 });
       await activities.createIndex({ tenant_id: 1, origin_feed: 1, time: -1, _id: -1 });
-      await activities.createIndex({ fanout_pending: 1 });
     },
-    /** Claims `doc`'s (foreign_id, time) identity for `doc`; answers the existing claim when taken. */
-    async claimIdentity(doc: ActivityDoc, foreignId: string): Promise<IdentityDoc | null> {
-      const _id = identityKey(doc.tenant_id, foreignId, doc.time);
-      try {
-        await identities.insertOne({ _id, activity_id: doc._id, deleted: false, created_at: doc.created_at, activity: doc });
-        return null;
-      } catch (e) {
-        if ((e as { code?: unknown }).code !== 11000) throw e;
-        return identities.findOne({ _id });
-      }
-    },
-    burnIdentity: (tenantId: string, foreignId: string, time: Date) =>
-      identities.updateOne({ _id: identityKey(tenantId, foreignId, time) }, { $set: { deleted: true } }),
     /** Stores `doc`; an `_id` that exists already throws a duplicate-key error (code 11000). */
     async insert(doc: ActivityDoc): Promise<void> {
       const { duplicates } = await inserts.insert([doc]);
@@ -72,9 +73,11 @@ export function createActivityRepository(db: Db) {
     },
     /** Activities of the tenant, tombstones included (the console's count). */
     count: (tenantId: string) => activities.countDocuments({ tenant_id: tenantId }),
-    get: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }),
+    get: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }, PLAIN),
+    /** The stored document with its pending changes (a duplicate add asks whether its add is pending). */
+    getWithOutbox: (tenantId: string, id: string) => activities.findOne({ _id: id, tenant_id: tenantId }),
     getMany: (tenantId: string, ids: string[]) =>
-      ids.length ? activities.find({ _id: { $in: ids }, tenant_id: tenantId }).toArray() : Promise.resolve([]),
+      ids.length ? activities.find({ _id: { $in: ids }, tenant_id: tenantId }, PLAIN).toArray() : Promise.resolve([]),
     /** Compare-and-set on version: answers the new document, or null when the version moved. */
     replaceIfVersion(doc: ActivityDoc, expectedVersion: number, set: Partial<ActivityDoc>) {
       return activities.findOneAndUpdate(
@@ -99,13 +102,13 @@ export function createActivityRepository(db: Db) {
         });
       if (delta > 0) {
         const slot = { $or: [{ reaction_kinds: kind }, { [`reaction_kinds.${maxKinds - 1}`]: { $exists: false } }] };
-        return once({ ...live, ...slot }, { $inc: { [count]: 1, version: 1 }, $addToSet: { reaction_kinds: kind } });
+        return plain(await once({ ...live, ...slot }, { $inc: { [count]: 1, version: 1 }, $addToSet: { reaction_kinds: kind } }));
       }
       // Two forms, each one atomic update: no reader ever sees a kind counted 0.
       const stays = await once({ ...live, [count]: { $gt: 1 } }, { $inc: { [count]: -1, version: 1 } });
-      if (stays) return stays;
+      if (stays) return plain(stays);
       const last = { $or: [{ [count]: { $lte: 1 } }, { [count]: { $exists: false } }] };
-      return once({ ...live, ...last }, { $unset: { [count]: "" }, $pull: { reaction_kinds: kind }, $inc: { version: 1 } });
+      return plain(await once({ ...live, ...last }, { $unset: { [count]: "" }, $pull: { reaction_kinds: kind }, $inc: { version: 1 } }));
     },
     /** Forgets applied reaction changes (`changeReactionCount`) whose changes nothing replays any more. */
     async pullApplied(tenantId: string, items: { id: string; changes: string[] }[]): Promise<void> {
@@ -115,17 +118,25 @@ export function createActivityRepository(db: Db) {
         { ordered: false },
       );
     },
-    /** Clears an activity's outbox mark once its fan-out task is published (the outbox relay). */
-    async markPublished(id: string): Promise<void> {
-      await activities.updateOne({ _id: id }, { $unset: { fanout_pending: "" } });
+    /**
+     * A change of a live activity at `expectedVersion`, recorded with its pending change (`pending`,
+     * kit's `outbox.forUpdate`) in the same single-document update. Answers the new document, or
+     * null when the activity is at another version, deleted, or not the tenant's: of racing
+     * writers that read the same version, exactly one matches.
+     */
+    async updateIfVersion(doc: Pick<ActivityDoc, "_id" | "tenant_id">, expectedVersion: number, set: Partial<ActivityDoc>, pending: PendingUpdate) {
+      return plain(
+        await activities.findOneAndUpdate(
+          { _id: doc._id, tenant_id: doc.tenant_id, version: expectedVersion, deleted_at: null },
+          { $set: { ...set, ...pending.$set }, $push: pending.$push },
+          { returnDocument: "after" },
+        ),
+      );
     },
-    /** Outbox relay: activities whose fan-out task was never published. */
-    unpublished: (olderThan: Date, limit: number) =>
-      activities.find({ fanout_pending: true, created_at: { $lt: olderThan } }).limit(limit).toArray(),
     /** The newest live activities a feed posted itself (follow copies them). */
     newestOf: (tenantId: string, originFeed: string, limit: number) =>
       activities
-        .find({ tenant_id: tenantId, origin_feed: originFeed, deleted_at: null })
+        .find({ tenant_id: tenantId, origin_feed: originFeed, deleted_at: null }, PLAIN)
         .sort({ time: -1, _id: -1 })
         .limit(limit)
         .toArray(),
@@ -134,7 +145,7 @@ export function createActivityRepository(db: Db) {
       const filter = after
         ? { tenant_id: tenantId, $or: [{ time: { $lt: after.time } }, { time: after.time, _id: { $lt: after.id } }] }
         : { tenant_id: tenantId };
-      return activities.find(filter).sort({ time: -1, _id: -1 }).limit(limit + 1).toArray();
+      return activities.find(filter, PLAIN).sort({ time: -1, _id: -1 }).limit(limit + 1).toArray();
     },
   };
 }
@@ -150,6 +161,11 @@ export function withConsoleSignal(repo: ActivityRepository, signal: CountSignal)
     ...repo,
     async replaceIfVersion(doc, expectedVersion, set) {
       const res = await repo.replaceIfVersion(doc, expectedVersion, set);
+      if (res) await signal.bump(doc.tenant_id, 0);
+      return res;
+    },
+    async updateIfVersion(doc, expectedVersion, set, pending) {
+      const res = await repo.updateIfVersion(doc, expectedVersion, set, pending);
       if (res) await signal.bump(doc.tenant_id, 0);
       return res;
     },

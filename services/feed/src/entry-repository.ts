@@ -36,9 +36,8 @@ export function createEntryRepository(db: Db) {
     },
     /**
      * Idempotent: an entry that exists is left as it is (redelivered work writes nothing twice).
-     * Unordered inserts keyed by `_id`: a duplicate key is an entry already written. (Upserts were
-     * tried first: on FerretDB v1 each is a select-then-write, and concurrent bulk upserts exhausted
-     * its PostgreSQL pool until it stopped answering.) Answers how many it stored.
+     * Unordered inserts keyed by `_id`: a duplicate key is an entry already written, answered by
+     * the unique index alone (an upsert would look the entry up first). Answers how many it stored.
      */
     async upsertMany(tenantId: string, items: NewEntry[]): Promise<number> {
       const docs: EntryDoc[] = items.map((e) => ({

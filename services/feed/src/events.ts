@@ -1,21 +1,10 @@
-import {
-  activityJson,
-  actorUserId,
-  actorUserJson,
-  createEventOutbox,
-  newEvent,
-  scope,
-  type Clients,
-  type FeedEvent,
-  type Logger,
-  type Nats,
-} from "@feeds/kit";
-import type { Db } from "mongodb";
-import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
+import { activityJson, actorUserId, actorUserJson, newEvent, scope, type Clients, type FeedEvent } from "@feeds/kit";
+import type { ActivityDoc } from "./activity-repository.js";
 import { activityToProto } from "./routes.js";
 
-// The feed's events (contract section 3): activity.added from the fan-out task (already durable),
-// activity.updated and activity.deleted through the feed outbox beside the write. Their `data` is
+// The feed's events (contract section 3): activity.added from the fan-out task (made durable by the
+// add's pending change), activity.updated and activity.deleted pending in the activity's own
+// update (kit's outbox), published after it by the writer or the relay. Their `data` is
 // the Activity as a server-token feed read shows it (actor_user resolved, no own_reactions);
 // activity.deleted adds `deleted_at`.
 
@@ -41,22 +30,3 @@ export function createActivityEvents(deps: { peers: () => Pick<Clients, "users">
 }
 
 export type ActivityEvents = ReturnType<typeof createActivityEvents>;
-
-/**
- * The feed outbox: patch and delete record their event before the write. The relay publishes a
- * dead writer's event only when the activity shows the write (its version, its tombstone).
- */
-export function createFeedOutbox(deps: { db: Db; nats: Nats; log: Logger; activities: ActivityRepository }) {
-  return createEventOutbox({
-    db: deps.db,
-    nats: deps.nats,
-    log: deps.log,
-    collection: "feed_outbox",
-    async confirm(event) {
-      const doc = await deps.activities.get(event.tenant_id, String(event.data.id));
-      if (!doc) return false;
-      if (event.type === "activity.deleted") return doc.deleted_at !== null;
-      return doc.version >= Number(event.data.version);
-    },
-  });
-}

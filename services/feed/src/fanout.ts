@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsMsg } from "nats";
-import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type OutboxMessage, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
@@ -30,8 +30,6 @@ interface ActivityTask {
   kind: "activity";
   t: string;
   a: string;
-  /** 1 when the publisher had written the origin entry already (the write path); the relay does not know. */
-  o?: 1;
 }
 interface ChunkTask {
   kind: "chunk";
@@ -40,19 +38,6 @@ interface ChunkTask {
   feeds: string[];
 }
 type Task = ActivityTask | ChunkTask;
-/** A write's promise of a fan-out task, published before the activity is stored. */
-interface Intent {
-  t: string;
-  a: string;
-}
-
-/** How long an intent waits before the relay looks: its write publishes the task well before. */
-export const INTENT_GRACE_MS = 10_000;
-/** Looks again this often while the intent's activity is not in MongoDB (its write may be slow)... */
-const INTENT_RETRY_MS = 30_000;
-/** ...until this age: an activity still absent then belonged to a write that failed (its client
- * had an error, not an answer). */
-const INTENT_GIVE_UP_MS = 5 * 60_000;
 
 const digest = (feeds: string[]) => createHash("sha256").update(feeds.join("\n")).digest("base64url").slice(0, 22);
 
@@ -65,72 +50,28 @@ export interface FanoutDeps {
   /** The write path's activity cache: the activity task reads its activity there first. */
   cache: ActivityCache;
   peers: () => Pick<Clients, "graph">;
-  /** activity.added: published by the activity task, so it follows the activity's outbox mark. */
+  /** activity.added: published by the activity task, which the add's pending change makes durable. */
   events: ActivityEvents;
   log: Logger;
   /** Readiness names the fan-out worker when its loop stops beating. */
   beats?: WorkerBeats;
   /** Live writes' fan-out lag (batch imports are not timed). */
   lag?: FanoutLag;
-  /** How long an intent waits before its relay looks (default INTENT_GRACE_MS; tests shorten it). */
-  intentGraceMs?: number;
 }
 
 export function createFanout(deps: FanoutDeps) {
   const { nats, activities, entries, signals, heads, log } = deps;
   const subject = nats.subject("fanout", "task");
-  const intentSubject = nats.subject("fanout_intents", "intent");
-  const intentStream = nats.stream("fanout_intents");
-  const intentGraceMs = deps.intentGraceMs ?? INTENT_GRACE_MS;
-  const encode = (t: Task | Intent) => new TextEncoder().encode(JSON.stringify(t));
-  let relayTimer: NodeJS.Timeout | undefined;
-  let stopped = false;
+  const encode = (t: Task) => new TextEncoder().encode(JSON.stringify(t));
 
   /**
-   * Tells JetStream, before the activity is stored, that its fan-out will be owed: if the write
-   * stores it and dies before publishing the task, the intent relay publishes it. Answers the
-   * intent's stream sequence (for `forget`), or null when NATS does not take it (the write then
-   * stores the activity with an outbox mark instead).
+   * The activity's fan-out task as an outbox message (message id `a:<activity id>`: a second
+   * publish, the relay's for a writer that had published it, is dropped by JetStream). It is
+   * published once the origin entry is written (by the write, or by the relay's finish).
    */
-  async function intend(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<number | null> {
-    const intent: Intent = { t: doc.tenant_id, a: doc._id };
-    try {
-      return (await nats.js.publish(intentSubject, encode(intent), { msgID: `i:${doc._id}` })).seq;
-    } catch (err) {
-      log.warn({ err: String(err), activity: doc._id }, "fan-out intent not taken; the activity carries an outbox mark");
-      return null;
-    }
-  }
-
-  /**
-   * Deletes an intent whose task is published: the relay then never looks at it. Best effort (a
-   * failure leaves the relay to publish the task again, which JetStream drops as a duplicate
-   * unless NATS restarted meanwhile: a second, idempotent fan-out). Not awaited by the write.
-   */
-  function forget(seq: number): void {
-    nats.jsm.streams.deleteMessage(intentStream, seq, false).catch((err: unknown) => {
-      log.debug({ err: String(err), seq }, "fan-out intent left to the relay");
-    });
-  }
-
-  /** Publishes the activity's fan-out task, deduplicated by id. `originWritten`: the caller stored
-   * the origin entry, head and signal already. */
-  async function publishTask(doc: Pick<ActivityDoc, "_id" | "tenant_id">, originWritten: boolean): Promise<void> {
-    const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id, ...(originWritten ? { o: 1 as const } : {}) };
-    await nats.js.publish(subject, encode(task), { msgID: `a:${doc._id}` });
-  }
-
-  /**
-   * The outbox relay's publish of a marked activity (stored while NATS did not take its intent):
-   * the task, then the mark's clear. (Clearing marks in the background of a write was tried: on
-   * FerretDB v1 an update is a read-modify-write of the whole document, so a clear racing the
-   * client's next change of the activity, a delete right after the add, wrote the old document
-   * back and lost the delete. A write that stores a marked activity therefore leaves the mark to
-   * this relay.)
-   */
-  async function publish(doc: Pick<ActivityDoc, "_id" | "tenant_id">): Promise<void> {
-    await publishTask(doc, false);
-    await activities.markPublished(doc._id);
+  function taskMessage(doc: Pick<ActivityDoc, "_id" | "tenant_id">): OutboxMessage {
+    const task: ActivityTask = { kind: "activity", t: doc.tenant_id, a: doc._id };
+    return { subject, msgId: `a:${doc._id}`, data: JSON.stringify(task) };
   }
 
   /** The activity, from the cache the write path filled, else from MongoDB. */
@@ -150,13 +91,8 @@ export function createFanout(deps: FanoutDeps) {
     if (!doc.batch) {
       await publishEvents(nats, [await deps.events.of("activity.added", doc, doc.created_at, uuidFrom("activity.added", doc._id))]);
     }
-    const origin = doc.origin_feed;
-    // The write path stored the origin entry already; only a write that died before it lands here.
-    if (!task.o) {
-      const inserted = await entries.upsertMany(task.t, [{ feed: origin, activity_id: doc._id, time: doc.time, origin }]);
-      if (inserted) await showIn(task.t, [origin], doc);
-    }
-    const [group, id] = splitFeed(origin);
+    // The origin entry is written: the task is published after it (by the write or the relay).
+    const [group, id] = splitFeed(doc.origin_feed);
     // One pass over the followers. A chunk's message id is derived from its content, so a task
     // redelivered after a crash republishes only chunks that differ from those already sent
     // (the follower set may have changed meanwhile), and every current follower is covered.
@@ -258,71 +194,12 @@ export function createFanout(deps: FanoutDeps) {
     ...(deps.beats ? { beats: { worker: "fanout" as const, beats: deps.beats } } : {}),
   });
 
-  /**
-   * An intent, once its grace has passed: the task is published again (JetStream drops it when
-   * the write published it, by its message id) if the activity is stored, and looked for again
-   * later while it is not.
-   */
-  async function handleIntent(m: JsMsg): Promise<void | { laterMs: number }> {
-    const intent = JSON.parse(new TextDecoder().decode(m.data)) as Intent;
-    const age = Date.now() - Number(m.info.timestampNanos / 1_000_000);
-    if (age < intentGraceMs) return { laterMs: intentGraceMs - age };
-    const doc = await activityOf(intent.t, intent.a);
-    if (doc) {
-      if (!doc.deleted_at) await publishTask(doc, false);
-      return;
-    }
-    if (age < INTENT_GIVE_UP_MS) return { laterMs: INTENT_RETRY_MS };
-  }
-
-  const intentRelay = createQueueWorker({
-    nats,
-    log,
-    queue: "fanout_intents",
-    durable: "relay",
-    subject: "intent",
-    handle: handleIntent,
-    // The grace, then a look every INTENT_RETRY_MS until INTENT_GIVE_UP_MS, with room for failures.
-    maxDeliver: 2 + Math.ceil(INTENT_GIVE_UP_MS / INTENT_RETRY_MS) + MAX_DELIVER,
-    concurrency: 32,
-    // Polled, not pulled: a write deletes its intent within milliseconds, so the relay is handed
-    // only the intents of writes still running or dead (with a standing pull, every intent was
-    // delivered at once and put back for its grace: two more NATS messages per add).
-    pollMs: Math.max(50, Math.min(2_000, intentGraceMs / 5)),
-  });
-
-  /** Republishes activities whose fan-out was never published (the process died in between). */
-  function startRelay(intervalMs = 1000): void {
-    const tick = async () => {
-      try {
-        const stale = await activities.unpublished(new Date(Date.now() - 2000), 100);
-        // Whether the origin entry was written is unknown here: the worker writes it if missing.
-        for (const doc of stale) await publish(doc);
-      } catch (err) {
-        log.debug({ err: String(err) }, "outbox relay pass failed");
-      }
-      if (!stopped) relayTimer = setTimeout(() => void tick(), intervalMs);
-    };
-    relayTimer = setTimeout(() => void tick(), intervalMs);
-  }
-
   return {
-    intend,
-    forget,
+    taskMessage,
     showIn,
-    publishTask,
-    publish,
+    activityOf,
     startWorker: () => worker.start(),
-    /** The relays of intents and of outbox marks. */
-    async startRelay(intervalMs = 1000) {
-      await intentRelay.start();
-      startRelay(intervalMs);
-    },
-    async stop() {
-      stopped = true;
-      clearTimeout(relayTimer);
-      await Promise.all([worker.stop(), intentRelay.stop()]);
-    },
+    stop: () => worker.stop(),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createCountSignal, createLocks, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createCountSignal, createLocks, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
@@ -10,9 +10,10 @@ import { createFeedService } from "./routes.js";
 import { createSignals } from "./signals.js";
 import { createHeads } from "./heads.js";
 import { createActivityCache } from "./activity-cache.js";
-import { createActivityEvents, createFeedOutbox } from "./events.js";
+import { createActivityEvents } from "./events.js";
+import { createActivityWrites } from "./writes.js";
 
-/** The feed service: activities, feed entries, change signals, the fan-out worker and relay. */
+/** The feed service: activities, feed entries, change signals, the fan-out worker and the outbox relay. */
 export async function createFeedModule(deps: {
   db: Db;
   nats: Nats;
@@ -23,21 +24,22 @@ export async function createFeedModule(deps: {
   worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "fanout");
-  await ensureQueue(deps.nats, "fanout_intents");
   const consoleSignal = createCountSignal(deps.redis, "activities");
   const activities = withConsoleSignal(createActivityRepository(deps.db), consoleSignal);
   const entries = createEntryRepository(deps.db);
-  await Promise.all([activities.ensureIndexes(), entries.ensureIndexes()]);
   const signals = createSignals(deps.redis);
   const heads = createHeads(deps.redis);
   const cache = createActivityCache(deps.redis);
   const events = createActivityEvents({ peers: deps.peers });
-  const outbox = createFeedOutbox({ db: deps.db, nats: deps.nats, log: deps.log, activities });
-  await outbox.ensureIndexes();
   const beats = createWorkerBeats(deps.redis);
   const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats, lag: createFanoutLag(deps.redis, deps.log) });
+  // Activities carry their pending changes (the add's fan-out task, a patch's or delete's event).
+  const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log });
+  const writes = createActivityWrites({ activities, entries, heads, signals, cache, fanout, outbox, nats: deps.nats, consoleSignal });
+  outbox.register(activities.collection, writes.finish);
+  await Promise.all([activities.ensureIndexes(), entries.ensureIndexes(), outbox.ensureIndexes()]);
   const locks = createLocks(deps.db, "activity_locks");
-  const impl = createFeedService({ activities, entries, signals, heads, cache, fanout, locks, outbox, events, consoleSignal, peers: deps.peers, log: deps.log });
+  const impl = createFeedService({ activities, entries, signals, heads, cache, writes, locks, events, consoleSignal, peers: deps.peers, log: deps.log });
   const promoted = await createPromotedModule({ db: deps.db, redis: deps.redis, log: deps.log });
   return {
     name: "feed",
@@ -48,11 +50,10 @@ export async function createFeedModule(deps: {
     async start() {
       if (deps.worker === false) return;
       await fanout.startWorker();
-      await fanout.startRelay();
       outbox.startRelay();
     },
     async stop() {
-      outbox.stop();
+      await outbox.stop();
       await fanout.stop();
     },
   };

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
@@ -9,7 +8,6 @@ import {
   encodeCursor,
   forbidden,
   fromTimestamp,
-  isDuplicateKey,
   notFound,
   pageLimit,
   patchCustomJson,
@@ -19,7 +17,6 @@ import {
   validationFailed,
   type Clients,
   type CountSignal,
-  type EventOutbox,
   type Locks,
   type Logger,
 } from "@feeds/kit";
@@ -27,8 +24,8 @@ import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@f
 import type { User } from "@feeds/proto/feeds/identity/v1/identity";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
-import type { Fanout } from "./fanout.js";
-import type { ActivityEvents } from "./events.js";
+import type { ActivityEvents, ActivityEventType } from "./events.js";
+import type { ActivityWrites } from "./writes.js";
 import { EMPTY_VERSION, type Signals } from "./signals.js";
 import { HEAD_CAP, type HeadEntry, type Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
@@ -41,11 +38,10 @@ export interface FeedServiceDeps {
   signals: Signals;
   heads: Heads;
   cache: ActivityCache;
-  fanout: Fanout;
-  /** Serialises changes to one activity (FerretDB v1 has no atomic compare-and-set). */
+  /** Adds, patches and deletes, each one conditional single-document write with what it owes pending. */
+  writes: ActivityWrites;
+  /** Reaction counts' lock (`setReactionCounts`): the count writes of one activity, one at a time. */
   locks: Locks;
-  /** activity.updated and activity.deleted: recorded before the write, published after it. */
-  outbox: EventOutbox;
   events: ActivityEvents;
   /** The console's change signal of activities (count, version). */
   consoleSignal: CountSignal;
@@ -54,8 +50,8 @@ export interface FeedServiceDeps {
 }
 
 const CLAMP_MS = 10 * 60 * 1000;
-/** An activity's lock, under its tenant: a caller naming another tenant's id must not take (or wait for) that tenant's lock. */
-const activityLock = (tenantId: string, id: string) => `activity/${tenantId}/${id}`;
+/** How long a patch or delete keeps retrying against newer versions before answering 409. */
+const CHANGE_BUDGET_MS = 5000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const activityToProto = (d: ActivityDoc): Activity =>
@@ -76,10 +72,9 @@ export const activityToProto = (d: ActivityDoc): Activity =>
     ...(d.deleted_at ? { deletedAt: toTimestamp(d.deleted_at) } : {}),
   });
 
-const burned = () => conflict("this (foreign_id, time) identity belongs to a deleted activity");
 
 export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof FeedService> {
-  const { activities, entries, signals, heads, cache, fanout, log } = deps;
+  const { activities, entries, signals, heads, cache, writes } = deps;
 
   /** Activities by id: the cache first, MongoDB for the rest (which then fills the cache). */
   async function activitiesById(tenantId: string, ids: string[]): Promise<Map<string, ActivityDoc>> {
@@ -128,105 +123,30 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
   }
 
   /**
-   * Stores one activity: claims its (foreign_id, time) identity, then completes the claim.
-   * Answers the first writer's activity for a live duplicate.
+   * Changes the live activity `id` (a patch or a delete): `change` makes the new fields from the
+   * version read, and the write is conditioned on that version. A write that lost to another
+   * change reads the activity again and retries against the new version (as a lock's waiter once
+   * ran after the holder), for up to CHANGE_BUDGET_MS, then answers 409. A delete that won answers
+   * 404 to the retry.
    */
-  async function store(
+  async function changeActivity(
+    ctx: HandlerContext,
     tenantId: string,
-    origin: string,
-    a: NewActivity,
-    time: Date,
-    batch: boolean,
-  ): Promise<{ doc: ActivityDoc; created: boolean }> {
-    const doc: ActivityDoc = {
-      _id: randomUUID(),
-      tenant_id: tenantId,
-      actor: a.actor,
-      verb: a.verb,
-      object: a.object,
-      target: a.target ?? null,
-      foreign_id: a.foreignId ?? null,
-      time,
-      custom_json: JSON.stringify(parseCustom(a.customJson)),
-      origin_feed: origin,
-      refs: a.refs,
-      reaction_counts: {},
-      version: 1,
-      edited_at: null,
-      deleted_at: null,
-      created_at: new Date(),
-      batch,
-      fanout_pending: true,
-    };
-    if (!a.foreignId) return complete(doc);
-    // The claim carries the whole activity, so whoever completes it (its writer, a racing
-    // duplicate, a retry after the writer died) stores the first writer's body under its id.
-    const claim = await activities.claimIdentity(doc, a.foreignId);
-    if (!claim) return complete(doc);
-    if (claim.deleted) throw burned();
-    // A claim written before claims carried their activity names only the id.
-    const claimed = claim.activity ?? { ...doc, _id: claim.activity_id };
-    // Mostly a retry of a finished write: one read answers it.
-    const existing = await activities.get(tenantId, claimed._id);
-    if (existing?.deleted_at) throw burned();
-    if (existing && !existing.fanout_pending) return { doc: existing, created: false };
-    return complete(claimed);
-  }
-
-  /**
-   * Stores `doc` unless it is stored already, then its origin entry, head, signal and cache, and
-   * publishes its fan-out. Before the insert, a fan-out intent goes to JetStream, so that a write
-   * dying after its insert still gets its fan-out (the intent relay publishes it); while NATS does
-   * not take the intent, the activity is stored with an outbox mark instead, which the outbox relay
-   * publishes once NATS answers. A duplicate that finds the activity stored without a mark starts
-   * nothing: its writer, or a relay, publishes the fan-out; one that finds a mark finishes the
-   * origin entry, head, signal and cache again, idempotently (the write that stored it may have
-   * died before them).
-   */
-  async function complete(doc: ActivityDoc): Promise<{ doc: ActivityDoc; created: boolean }> {
-    const { tenant_id: tenantId, _id: activityId, origin_feed: origin, time } = doc;
-    const intent = await fanout.intend(doc);
-    const intended = intent !== null;
-    const mine: ActivityDoc = { ...doc };
-    if (intended) delete mine.fanout_pending;
-    else mine.fanout_pending = true;
-    let stored = mine;
-    try {
-      await activities.insert(mine);
-    } catch (e) {
-      if (!isDuplicateKey(e)) throw e;
-      const existing = await activities.get(tenantId, activityId);
-      if (!existing) throw e;
-      if (existing.deleted_at) throw burned();
-      if (!existing.fanout_pending) return { doc: existing, created: false };
-      stored = existing;
+    id: string,
+    type: Exclude<ActivityEventType, "activity.added">,
+    change: (doc: ActivityDoc, now: Date) => Partial<ActivityDoc>,
+  ) {
+    const deadline = Date.now() + CHANGE_BUDGET_MS;
+    for (;;) {
+      const doc = await live(tenantId, id);
+      mayChange(ctx, doc);
+      const now = new Date();
+      const set = change(doc, now);
+      const event = await deps.events.of(type, { ...doc, ...set }, now);
+      const done = await writes.changeIfVersion(doc, set, event, type === "activity.deleted" ? "delete" : "update");
+      if (done) return done;
+      if (Date.now() > deadline) throw conflict("the activity changed concurrently; retry");
     }
-    const created = stored === mine;
-    // Read your own writes: the origin feed and its signal show it before we answer. The console's
-    // count moves beside the entry write (every pass: a retry finishing a died write moves it too).
-    await Promise.all([
-      entries.upsertMany(tenantId, [{ feed: origin, activity_id: activityId, time, origin }]),
-      deps.consoleSignal.bump(tenantId, created ? 1 : 0),
-    ]);
-    // The head, signal and cache first, then (in the same tick, so usually behind them) the
-    // publish: it needs the origin entry only, and the worker reads the activity from the cache.
-    // Only the write that stored it publishes, and only after its intent: a marked activity is
-    // the outbox relay's to publish (NATS did not answer a moment ago). Once the task is out, the
-    // intent is deleted, so the intent relay does not publish it a second time.
-    const cached = stored.batch
-      ? Promise.all([cache.putMany([stored]), fanout.showIn(tenantId, [origin], stored)])
-      : heads.addAndBump(tenantId, origin, { id: activityId, timeMs: time.getTime() }, cache.entry(stored));
-    const published =
-      created && intended
-        ? fanout.publishTask(mine, true).then(
-            () => fanout.forget(intent),
-            (err: unknown) => {
-              log.warn({ err: String(err), activity: activityId }, "fan-out publish deferred to the intent relay");
-            },
-          )
-        : undefined;
-    await Promise.all([cached, published]);
-    return { doc: stored, created };
   }
 
   return {
@@ -244,7 +164,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const now = Date.now();
       let time = fromTimestamp(a.time) ?? new Date(now);
       if (caller.kind === "user") time = new Date(Math.min(now, Math.max(now - CLAMP_MS, time.getTime())));
-      const [stored, { user, warnings }] = await Promise.all([store(tenantId, origin, a, time, false), actorOf(tenantId, a.actor)]);
+      const [stored, { user, warnings }] = await Promise.all([writes.add(tenantId, origin, a, time, false), actorOf(tenantId, a.actor)]);
       return { activity: activityToProto(stored.doc), created: stored.created, warnings, ...(user ? { actorUser: user } : {}) };
     },
 
@@ -264,48 +184,21 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const set = req.setJson ? (parseCustom(req.setJson, "set")) : {};
       const errors = [...checkPatchPaths(Object.keys(set), req.unset), ...(req.hasRefs ? checkRefs(req.refs) : [])];
       if (errors.length) throw validationFailed(errors);
-      return deps.locks.withLock(activityLock(tenantId, req.id), async () => {
-        const doc = await live(tenantId, req.id);
-        mayChange(ctx, doc);
-        const now = new Date();
-        const change = {
-          custom_json: patchCustomJson(doc.custom_json, set, req.unset),
-          ...(req.hasRefs ? { refs: req.refs } : {}),
-          version: doc.version + 1,
-          edited_at: doc.edited_at ?? now,
-        };
-        const event = await deps.events.of("activity.updated", { ...doc, ...change }, now);
-        const updated = await deps.outbox.emit(tenantId, [event], () => activities.replaceIfVersion(doc, doc.version, change), {
-          publishIf: (u) => u !== null,
-        });
-        if (!updated) throw conflict("the activity changed concurrently; retry");
-        await cache.putMany([updated]);
-        await signals.bump(tenantId, await entries.feedsOf(tenantId, doc._id));
-        return { activity: activityToProto(updated) };
-      });
+      const updated = await changeActivity(ctx, tenantId, req.id, "activity.updated", (doc, now) => ({
+        custom_json: patchCustomJson(doc.custom_json, set, req.unset),
+        ...(req.hasRefs ? { refs: req.refs } : {}),
+        version: doc.version + 1,
+        edited_at: doc.edited_at ?? now,
+      }));
+      await Promise.all([writes.showChange(updated.doc), updated.settle()]);
+      return { activity: activityToProto(updated.doc) };
     },
 
     async deleteActivity(req, ctx) {
       const tenantId = requireTenant(ctx);
-      return deps.locks.withLock(activityLock(tenantId, req.id), async () => {
-        const doc = await live(tenantId, req.id);
-        mayChange(ctx, doc);
-        const now = new Date();
-        const change = { deleted_at: now, version: doc.version + 1 };
-        const event = await deps.events.of("activity.deleted", { ...doc, ...change }, now);
-        const deleted = await deps.outbox.emit(tenantId, [event], () => activities.replaceIfVersion(doc, doc.version, change), {
-          publishIf: (d) => d !== null,
-        });
-        if (!deleted) throw conflict("the activity changed concurrently; retry");
-        // A crash before the burn still answers 409 to a re-post: the claim leads to this tombstone.
-        if (doc.foreign_id) await activities.burnIdentity(tenantId, doc.foreign_id, doc.time);
-        await cache.putMany([deleted]);
-        const feeds = [...new Set([doc.origin_feed, ...(await entries.feedsOf(tenantId, doc._id))])];
-        await entries.removeActivity(tenantId, doc._id);
-        await heads.remove(tenantId, feeds, doc._id);
-        await signals.bump(tenantId, feeds);
-        return {};
-      });
+      const deleted = await changeActivity(ctx, tenantId, req.id, "activity.deleted", (doc, now) => ({ deleted_at: now, version: doc.version + 1 }));
+      await Promise.all([writes.removeEverywhere(deleted.doc), deleted.settle()]);
+      return {};
     },
 
     async readFeed(req, ctx) {
@@ -387,7 +280,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
           const a = item.activity;
           const errors = checkActivity(a);
           if (!a || errors.length) throw validationFailed(errors);
-          const { doc } = await store(tenantId, origin, a, fromTimestamp(a.time) ?? new Date(), true);
+          const { doc } = await writes.add(tenantId, origin, a, fromTimestamp(a.time) ?? new Date(), true);
           results.push({ index, ok: true, id: doc._id, code: "" });
         } catch (e) {
           const code = (e as { code?: unknown }).code;

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { scope } from "@feeds/kit";
+import { scope, type Outbox } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import type { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { localFeedService } from "./local-feed-service.js";
@@ -13,17 +13,25 @@ describe("feed signal", () => {
   const commands: string[] = [];
   const env = createTestEnv("feed_signal", { db: { onCommand: (e) => commands.push(e.commandName) }, redis: true, nats: { queues: ["fanout"] } });
   let client: Client<typeof FeedService>;
+  let outbox: Outbox;
   const call = scope({ tenantId: "t1", caller: { kind: "server" } });
 
   beforeAll(async () => {
     await env.open();
-    ({ client } = localFeedService(env));
+    ({ client, outbox } = localFeedService(env));
   });
 
-  afterAll(env.close);
+  afterAll(async () => {
+    await outbox.stop();
+    await env.close();
+  });
 
-  const add = (feed: string, object: string) =>
-    client.addActivity({ feed: { group: "user", id: feed }, activity: { actor: "system:x", verb: "post", object, customJson: "{}", refs: [] } }, call);
+  // An add's background clear (its settled change) is done before the commands are counted.
+  const add = async (feed: string, object: string) => {
+    const added = await client.addActivity({ feed: { group: "user", id: feed }, activity: { actor: "system:x", verb: "post", object, customJson: "{}", refs: [] } }, call);
+    await outbox.flush();
+    return added;
+  };
   const signal = (feed: string) => client.getSignal({ feed: { group: "user", id: feed } }, call);
 
   it("answers a warm feed's version and newest entry without a database command", async () => {

@@ -30,8 +30,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Mutual exclusion through MongoDB-wire storage. Acquiring inserts a document with the lock's
- * key as `_id`: a unique insert is atomic on MongoDB and on FerretDB v1, whose conditional
- * updates are not (it filters in its own process, so two racing `updateOne`s can both match).
+ * key as `_id` (a unique insert decides a race). Most of the system needs no lock: a conditional
+ * single-document update answers the same question (docs/storage.md). This is for work that spans
+ * several steps and services and must not interleave (graph's history tasks of one feed pair).
  * The lease is renewed while `fn` runs, so a slow holder keeps its lock; a lease whose holder
  * died (or stalled past it) is taken over once it has expired, and the stalled holder learns so
  * through its `Lease`.
@@ -88,7 +89,7 @@ function createHeldLease(locks: Collection<LockDoc>, key: string, holder: string
   /** Extends the lease; answers when to try next (null: lost). */
   async function renew(): Promise<number | null> {
     // A lease that ran out (a stalled process) may belong to another holder already: extending it
-    // would be a read-modify-write that can overwrite theirs on FerretDB v1, so never try.
+    // could overwrite theirs, so never try.
     if (Date.now() >= until - leaseMs / 6) {
       lose("the lease ran out before it could be renewed");
       return null;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInsertBatcher, isDuplicateKey } from "../src/index.js";
 import { createTestEnv } from "../src/testing.js";
 
-// The insert batcher against real MongoDB-wire storage (FerretDB here), in a database of its own
+// The insert batcher against real MongoDB-wire storage (the local store here), in a database of its own
 // dropped afterwards. Commands are counted by the driver's command monitoring.
 
 interface Doc {

@@ -4,7 +4,7 @@ import { createLocks, isCode } from "../src/index.js";
 import { createTestEnv } from "../src/testing.js";
 
 // The lease lock against real MongoDB-wire storage (FEEDS_TEST_MONGO_URL, default the local
-// FerretDB), in a database of its own that is dropped afterwards.
+// store), in a database of its own that is dropped afterwards.
 
 interface LockRow {
   _id: string;

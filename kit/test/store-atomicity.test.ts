@@ -32,7 +32,7 @@ async function incRace(db: Db, n: number) {
   const c = db.collection<Counter>(`inc_${randomBytes(3).toString("hex")}`);
   await c.insertOne({ _id: "x", n: 0, v: 0 });
   await times(n, () => c.updateOne({ _id: "x" }, { $inc: { n: 1 } }));
-  return (await c.findOne({ _id: "x" }))?.n;
+  return (await c.findOne({ _id: "x" }))?.n ?? 0;
 }
 
 async function conditionalRace(db: Db, n: number) {

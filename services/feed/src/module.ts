@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createCountSignal, createLocks, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createCountSignal, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
@@ -38,8 +38,7 @@ export async function createFeedModule(deps: {
   const writes = createActivityWrites({ activities, entries, heads, signals, cache, fanout, outbox, nats: deps.nats, consoleSignal });
   outbox.register(activities.collection, writes.finish);
   await Promise.all([activities.ensureIndexes(), entries.ensureIndexes(), outbox.ensureIndexes()]);
-  const locks = createLocks(deps.db, "activity_locks");
-  const impl = createFeedService({ activities, entries, signals, heads, cache, writes, locks, events, consoleSignal, peers: deps.peers, log: deps.log });
+  const impl = createFeedService({ activities, entries, signals, heads, cache, writes, events, consoleSignal, peers: deps.peers, log: deps.log });
   const promoted = await createPromotedModule({ db: deps.db, redis: deps.redis, log: deps.log });
   return {
     name: "feed",

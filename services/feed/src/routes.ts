@@ -17,7 +17,6 @@ import {
   validationFailed,
   type Clients,
   type CountSignal,
-  type Locks,
   type Logger,
 } from "@feeds/kit";
 import { ActivitySchema, FeedService, type Activity, type NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
@@ -40,8 +39,6 @@ export interface FeedServiceDeps {
   cache: ActivityCache;
   /** Adds, patches and deletes, each one conditional single-document write with what it owes pending. */
   writes: ActivityWrites;
-  /** Reaction counts' lock (`setReactionCounts`): the count writes of one activity, one at a time. */
-  locks: Locks;
   events: ActivityEvents;
   /** The console's change signal of activities (count, version). */
   consoleSignal: CountSignal;

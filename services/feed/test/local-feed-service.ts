@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createClient, type Client } from "@connectrpc/connect";
 import type { Db } from "mongodb";
-import { createCountSignal, createInternalAuth, createLocalTransport, createLocks, createOutbox, type Logger, type Nats, type Outbox, type RedisConn, rootKeys } from "@feeds/kit";
+import { createCountSignal, createInternalAuth, createLocalTransport, createOutbox, type Logger, type Nats, type Outbox, type RedisConn, rootKeys } from "@feeds/kit";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createActivityRepository, type ActivityRepository } from "../src/activity-repository.js";
 import { createEntryRepository, type EntryRepository } from "../src/entry-repository.js";
@@ -52,7 +52,7 @@ export function localFeedService(
   const writes = createActivityWrites({ activities, entries, heads, signals, cache, fanout, outbox, nats, consoleSignal });
   outbox.register(activities.collection, writes.finish);
   const impl = createFeedService({
-    activities, entries, signals, heads, cache, writes, locks: createLocks(db, "activity_locks"), events, consoleSignal, peers, log,
+    activities, entries, signals, heads, cache, writes, events, consoleSignal, peers, log,
   });
   const transport = createLocalTransport((router) => router.service(FeedService, impl), log, createInternalAuth(rootKeys(randomBytes(32))), opts.caller ?? "gateway");
   return { client: createClient(FeedService, transport), activities, entries, outbox };

@@ -43,7 +43,7 @@ describe("follow writes", { timeout: 60_000 }, () => {
     const outbox: Outbox = createOutbox({ db: env.db, nats, log: env.log, graceMs: opts.graceMs ?? 60_000 });
     const deps: FollowWritesDeps = {
       follows,
-      counts: opts.crash === "counts" ? { apply: () => Promise.reject(died()) } : counts,
+      counts: opts.crash === "counts" ? { apply: () => Promise.reject(died()), hold: (t, f, c) => counts.hold(t, f, c) } : counts,
       outbox:
         opts.crash === "settle"
           ? { ...outbox, settle: () => Promise.reject(died()) }

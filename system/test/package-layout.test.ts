@@ -91,4 +91,16 @@ describe("package layout", () => {
     const imported = new Set(namedPackages("system").map((n) => n.pkg));
     expect([...composed].filter((p) => !imported.has(p))).toEqual([]);
   });
+
+  it("no source under kit, the services, the gateway or system names the local store: they are written for MongoDB (docs/storage.md)", () => {
+    const offenders = ["kit", "gateway", "system", ...services].flatMap((dir) =>
+      // This file names it to look for it.
+      [...sourceFiles(join(root, dir, "src")), ...sourceFiles(join(root, dir, "test"))].filter((f) => f !== import.meta.filename).flatMap((file) =>
+        readFileSync(file, "utf8")
+          .split("\n")
+          .flatMap((line, i) => (/ferret/i.test(line) ? [`${relative(root, file)}:${i + 1}`] : [])),
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
 });

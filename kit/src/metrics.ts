@@ -93,7 +93,7 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
     }),
     queueTasks: new Counter({
       name: "feeds_queue_tasks_total",
-      help: "Work-queue tasks this process handled, by queue, consumer (fanout: worker, follow; fanout_intents: relay; notify: events; webhooks: deliveries) and outcome (done, deferred, retried, dead_lettered)",
+      help: "Work-queue tasks this process handled, by queue, consumer (fanout: worker, follow; notify: events; webhooks: deliveries) and outcome (done, deferred, retried, dead_lettered)",
       labelNames: ["queue", "consumer", "outcome"] as const,
       registers,
     }),

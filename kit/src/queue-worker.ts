@@ -41,13 +41,6 @@ export interface QueueWorkerOptions {
   beats?: { worker: WorkerName; beats: WorkerBeats };
   /** Delivered, unacknowledged tasks JetStream allows (a task waiting for its retry counts). */
   maxAckPending?: number;
-  /**
-   * Takes what the queue holds every `pollMs` instead of keeping a pull open: a task then waits up
-   * to that long, and one deleted from the stream meanwhile is never delivered. For queues whose
-   * messages are mostly deleted soon after they are published (fan-out intents). Each poll checks
-   * the consumer first (a consumer lost with NATS's state is made again). Sends no `beats`.
-   */
-  pollMs?: number;
 }
 
 export interface QueueWorker {
@@ -166,39 +159,6 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     pool.freed = undefined;
   }
 
-  let wake: (() => void) | undefined;
-  /** The `pollMs` loop: what is there now (no waiting pull), a batch at a time, then a pause. */
-  async function pollLoop(pollMs: number) {
-    const batch = Math.max(concurrency * 4, 64);
-    while (!stopped) {
-      let full = false;
-      try {
-        await ensureConsumer();
-        const pool = newPool();
-        let n = 0;
-        // The consumer API's fetch waits at least a second for a batch; only the older pull
-        // request (deprecated in nats.js 2.x, still served) can answer "nothing now" at once.
-        for await (const m of nats.js.fetch(stream, durable, { batch, no_wait: true })) {
-          n++;
-          await admit(m, pool);
-        }
-        await Promise.all(pool.inflight);
-        alive = Date.now();
-        full = n === batch;
-      } catch (err) {
-        if (!stopped) log.warn({ err: String(err), queue }, "consumer poll failed; polling again");
-      }
-      if (!stopped && !full)
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, pollMs);
-          wake = () => {
-            clearTimeout(t);
-            r();
-          };
-        });
-    }
-  }
-
   async function loop() {
     while (!stopped) {
       try {
@@ -233,11 +193,10 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   return {
     async start() {
       await ensureConsumer();
-      void (o.pollMs ? pollLoop(o.pollMs) : loop());
+      void loop();
     },
     async stop() {
       stopped = true;
-      wake?.();
       await messages?.close();
     },
     lastAlive: () => alive,

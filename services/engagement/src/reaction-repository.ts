@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey, type OutboxFields, type PendingChange } from "@feeds/kit";
+import { createInsertBatcher, type OutboxFields, type PendingChange } from "@feeds/kit";
 
 export interface ReactionDoc extends OutboxFields {
   /** `tenant/activity/user/kind`: one reaction per user and kind, made atomic by the unique `_id`. */
@@ -29,6 +29,8 @@ const shown = { removing: { $exists: false } } as const;
 /** All MongoDB access for reactions; every method takes the tenant first. */
 export function createReactionRepository(db: Db) {
   const reactions: Collection<ReactionDoc> = db.collection<ReactionDoc>(REACTIONS);
+  // Concurrent reactions' inserts share commands under load (kit's insert batcher).
+  const inserts = createInsertBatcher(reactions);
   return {
     async ensureIndexes() {
       await reactions.createIndex({ tenant_id: 1, id: 1 });
@@ -41,15 +43,11 @@ export function createReactionRepository(db: Db) {
     byId: (tenantId: string, id: string) => reactions.findOne({ tenant_id: tenantId, id, ...shown }),
     /** Stores `doc` (with its pending change), or answers the reaction stored under its key already. */
     async insert(doc: ReactionDoc): Promise<{ doc: ReactionDoc; created: boolean } | null> {
-      try {
-        await reactions.insertOne(doc);
-        return { doc, created: true };
-      } catch (e) {
-        if (!isDuplicateKey(e)) throw e;
-        const existing = await reactions.findOne({ _id: doc._id, tenant_id: doc.tenant_id });
-        // Gone meanwhile (a removal finished): null, the caller tries again.
-        return existing ? { doc: existing, created: false } : null;
-      }
+      const { duplicates } = await inserts.insert([doc]);
+      if (duplicates.length === 0) return { doc, created: true };
+      const existing = await reactions.findOne({ _id: doc._id, tenant_id: doc.tenant_id });
+      // Gone meanwhile (a removal finished): null, the caller tries again.
+      return existing ? { doc: existing, created: false } : null;
     },
     /**
      * Records a pending removal on the reaction `doc` names (the same reaction, not being removed,

@@ -25,7 +25,7 @@ export async function createNotificationModule(deps: {
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
   await ensureQueue(deps.nats, "webhooks");
-  const notifications = await createNotifications({ db: deps.db, redis: deps.redis, peers: deps.peers, log: deps.log });
+  const notifications = await createNotifications({ db: deps.db, nats: deps.nats, peers: deps.peers, log: deps.log });
   const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks, secretsKey: deps.webhookKey });
   // Notifications first: a failure redelivers the event to both, and both are idempotent.
   const worker = createNotifyWorker({
@@ -41,6 +41,7 @@ export async function createNotificationModule(deps: {
       router.service(WebhookService, webhooks.service);
     },
     async start() {
+      notifications.start();
       if (deps.worker === false) return;
       await worker.start();
       await webhooks.start();
@@ -48,6 +49,7 @@ export async function createNotificationModule(deps: {
     async stop() {
       await worker.stop();
       await webhooks.stop();
+      await notifications.stop();
     },
   };
 }

@@ -1,9 +1,9 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { isDuplicateKey } from "@feeds/kit";
+import { createInsertBatcher, type OutboxFields } from "@feeds/kit";
 
 export type NotificationVerb = "follow" | "react" | "comment";
 
-export interface NotificationDoc {
+export interface NotificationDoc extends OutboxFields {
   _id: string; // uuid, derived from the event it reports: one notification per event
   tenant_id: string;
   /** The user whose feed it is in. */
@@ -17,17 +17,17 @@ export interface NotificationDoc {
   created_at: Date;
   seen_at: Date | null;
   read_at: Date | null;
+  /** The mark (its change id) that set seen_at / read_at. */
+  seen_by?: string;
+  read_by?: string;
 }
+
+export const NOTIFICATIONS = "notifications";
 
 /** Where a page resumes: the last row's sort keys. */
 export interface NotificationCursor {
   created_at: Date;
   id: string;
-}
-
-export interface Counts {
-  unseen: number;
-  unread: number;
 }
 
 /** What a mark applies to: every notification of the owner, or these ids (of the owner's). */
@@ -38,24 +38,21 @@ export type Selection = "all" | string[];
  * unique by `_id`, so a redelivered event inserts nothing.
  */
 export function createNotificationRepository(db: Db) {
-  const notifications: Collection<NotificationDoc> = db.collection<NotificationDoc>("notifications");
+  const notifications: Collection<NotificationDoc> = db.collection<NotificationDoc>(NOTIFICATIONS);
   const ofOwner = (tenantId: string, owner: string) => ({ tenant_id: tenantId, owner });
   const selected = (tenantId: string, owner: string, sel: Selection): Filter<NotificationDoc> =>
     sel === "all" ? ofOwner(tenantId, owner) : { ...ofOwner(tenantId, owner), _id: { $in: sel } };
   const some = (sel: Selection | null): sel is Selection => sel === "all" || (sel !== null && sel.length > 0);
+  // The notify worker handles many events at once: their inserts share commands (kit's insert batcher).
+  const inserts = createInsertBatcher(notifications);
 
   return {
     ensureIndexes: () => notifications.createIndex({ tenant_id: 1, owner: 1, created_at: -1, _id: -1 }),
 
     /** Answers false when the notification exists already (a redelivered event). */
     async insert(doc: NotificationDoc): Promise<boolean> {
-      try {
-        await notifications.insertOne(doc);
-        return true;
-      } catch (e) {
-        if (isDuplicateKey(e)) return false;
-        throw e;
-      }
+      const { duplicates } = await inserts.insert([doc]);
+      return duplicates.length === 0;
     },
 
     /**
@@ -72,8 +69,8 @@ export function createNotificationRepository(db: Db) {
       return notifications.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
     },
 
-    /** Unseen and unread, counted from the records. */
-    async counts(tenantId: string, owner: string): Promise<Counts> {
+    /** Unseen and unread counted from the records (tests, and checks of the kept counts). */
+    async countRecords(tenantId: string, owner: string): Promise<{ unseen: number; unread: number }> {
       const [unseen, unread] = await Promise.all([
         notifications.countDocuments({ ...ofOwner(tenantId, owner), seen_at: null }),
         notifications.countDocuments({ ...ofOwner(tenantId, owner), read_at: null }),
@@ -82,15 +79,28 @@ export function createNotificationRepository(db: Db) {
     },
 
     /**
-     * Sets seen_at (and read_at) where unset. Seen goes first, so that no notification is ever
-     * read but unseen, also when this stops halfway.
+     * Sets seen_at (and read_at) where unset, stamped with the mark's change id; answers how many
+     * it set of each. Seen goes first, so that no notification is ever read but unseen, also when
+     * this stops halfway.
      */
-    async mark(tenantId: string, owner: string, seen: Selection | null, read: Selection | null): Promise<void> {
-      const now = new Date();
+    async mark(tenantId: string, owner: string, seen: Selection | null, read: Selection | null, changeId: string, at: Date): Promise<{ seen: number; read: number }> {
+      let seenSet = 0;
       for (const sel of [seen, read]) {
-        if (some(sel)) await notifications.updateMany({ ...selected(tenantId, owner, sel), seen_at: null }, { $set: { seen_at: now } });
+        if (some(sel)) seenSet += (await notifications.updateMany({ ...selected(tenantId, owner, sel), seen_at: null }, { $set: { seen_at: at, seen_by: changeId } })).modifiedCount;
       }
-      if (some(read)) await notifications.updateMany({ ...selected(tenantId, owner, read), read_at: null }, { $set: { read_at: now } });
+      const readSet = some(read)
+        ? (await notifications.updateMany({ ...selected(tenantId, owner, read), read_at: null }, { $set: { read_at: at, read_by: changeId } })).modifiedCount
+        : 0;
+      return { seen: seenSet, read: readSet };
+    },
+
+    /** What mark `changeId` set (a relay finishing a mark whose writer died). */
+    async stamped(tenantId: string, owner: string, changeId: string): Promise<{ seen: number; read: number }> {
+      const [seen, read] = await Promise.all([
+        notifications.countDocuments({ ...ofOwner(tenantId, owner), seen_by: changeId }),
+        notifications.countDocuments({ ...ofOwner(tenantId, owner), read_by: changeId }),
+      ]);
+      return { seen, read };
     },
   };
 }

@@ -21,16 +21,18 @@ import {
   type Notification,
 } from "@feeds/proto/feeds/notification/v1/notification";
 import { userOf } from "./from-event.js";
+import { countsForPage, type CountChanges } from "./changes.js";
+import type { CountsRepository } from "./counts.js";
 import type { NotificationCursor, NotificationDoc, NotificationRepository, Selection } from "./notification-repository.js";
-import type { NotificationSignal } from "./signal.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids one mark may name, per selection. */
 export const MARK_IDS_MAX = 100;
 
 export interface NotificationServiceDeps {
-  notifications: Pick<NotificationRepository, "page" | "counts" | "mark">;
-  signal: Pick<NotificationSignal, "changeAndCount" | "read" | "current">;
+  notifications: Pick<NotificationRepository, "page">;
+  counts: Pick<CountsRepository, "get">;
+  changes: Pick<CountChanges, "mark">;
   /** Identity, for actor_user: one getUsers call per page. */
   peers: () => Pick<Clients, "users">;
 }
@@ -85,7 +87,7 @@ function toProto(d: NotificationDoc, users: Map<string, { id: string; customJson
 }
 
 export function createNotificationService(deps: NotificationServiceDeps): ServiceImpl<typeof NotificationService> {
-  const { notifications, signal, peers } = deps;
+  const { notifications, counts, changes, peers } = deps;
 
   /** The users behind the page's `user:` actors, in one call (none when there are none). */
   async function actorUsers(ctx: HandlerContext, tenantId: string, docs: NotificationDoc[]) {
@@ -106,15 +108,13 @@ export function createNotificationService(deps: NotificationServiceDeps): Servic
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
       // The counts after the page: they count at least every notification the page shows.
-      const [counts, users] = await Promise.all([
-        signal.current(tenant, owner, () => notifications.counts(tenant, owner)),
-        actorUsers(ctx, tenant, page),
-      ]);
+      const [kept, users] = await Promise.all([counts.get(tenant, owner), actorUsers(ctx, tenant, page)]);
+      const shown = countsForPage(kept, page);
       return {
         notifications: page.map((d) => toProto(d, users)),
         next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : "",
-        unseen: BigInt(counts.unseen),
-        unread: BigInt(counts.unread),
+        unseen: BigInt(shown.unseen),
+        unread: BigInt(shown.unread),
       };
     },
 
@@ -124,19 +124,14 @@ export function createNotificationService(deps: NotificationServiceDeps): Servic
       const seen = selectionOf(req.seen, "seen");
       const read = selectionOf(req.read, "read");
       if (seen === null && read === null) throw validationFailed([{ path: "", message: "name seen and/or read" }]);
-      const { counts } = await signal.changeAndCount(
-        tenant,
-        owner,
-        () => notifications.mark(tenant, owner, seen, read),
-        () => notifications.counts(tenant, owner),
-      );
-      return { unseen: BigInt(counts.unseen), unread: BigInt(counts.unread) };
+      const after = await changes.mark(tenant, owner, seen, read);
+      return { unseen: BigInt(after.unseen), unread: BigInt(after.unread) };
     },
 
     async getNotificationSignal(req, ctx) {
       const tenant = requireTenant(ctx);
       const owner = ownerOf(ctx, req.owner);
-      const s = await signal.read(tenant, owner, () => notifications.counts(tenant, owner));
+      const s = await counts.get(tenant, owner);
       return { unseen: BigInt(s.unseen), unread: BigInt(s.unread), version: BigInt(s.version) };
     },
   };

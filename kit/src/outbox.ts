@@ -143,10 +143,9 @@ export function createOutbox(o: OutboxOptions) {
           its.flatMap((it) => [
             // The document's only change: it goes with the flag in one write (the common case).
             { updateOne: { filter: { _id: it.docId, outbox: [it.change] }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
-            // One of several (changes nothing once the statement before took it).
+            // One of several (changes nothing once the statement before took it). The flag of a
+            // document whose last change leaves this way goes with the relay's next pass.
             { updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } },
-            // The flag goes with the last change (a change arriving meanwhile keeps both).
-            { updateOne: { filter: { _id: it.docId, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
           ]),
           { ordered: true },
         ),

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey, onceFilter, onceUpdate, type OutboxFields, type OutboxTarget, type PendingChange } from "@feeds/kit";
+import { APPLIED_FIELD, isDuplicateKey, type OutboxFields, type OutboxTarget, type PendingChange } from "@feeds/kit";
 
 // Each owner's unseen and unread counts live in one document, moved by increments, never
 // recounted: a notification's insert carries its pending change (+1 unseen, +1 unread) and the
@@ -38,9 +38,64 @@ export interface CountsDelta {
   unread: number;
 }
 
+interface Queued {
+  changeId: string;
+  delta: CountsDelta;
+  resolve(c: Counts & { version: number }): void;
+  reject(e: unknown): void;
+}
+
+/** Changes of one owner taken by one update at most. */
+const BATCH_MAX = 200;
+
 export function createCountsRepository(db: Db) {
   const counts: Collection<CountsDoc> = db.collection<CountsDoc>(COUNTS);
+  /** Per owner (`tenant/owner`): the changes waiting while an update of the document is out. */
+  const queues = new Map<string, Queued[]>();
   const of = (d: Pick<CountsDoc, "unseen" | "unread"> | null): Counts => ({ unseen: Math.max(0, d?.unseen ?? 0), unread: Math.max(0, d?.unread ?? 0) });
+
+  /** One update taking `items` (each change once); null when one of them was applied before. */
+  async function applyAll(tenantId: string, owner: string, _id: string, items: Queued[]): Promise<CountsDoc | null> {
+    const ids = items.map((i) => i.changeId);
+    const inc = { unseen: 0, unread: 0, v: 1 };
+    for (const i of items) {
+      inc.unseen += i.delta.unseen;
+      inc.unread += i.delta.unread;
+    }
+    try {
+      return await counts.findOneAndUpdate(
+        { _id, tenant_id: tenantId, [APPLIED_FIELD]: { $nin: ids } },
+        { $inc: inc, $setOnInsert: { owner }, $push: { [APPLIED_FIELD]: { $each: ids } } },
+        { upsert: true, returnDocument: "after" },
+      );
+    } catch (e) {
+      // The document exists and holds one of the changes already: the upsert's insert collided.
+      if (!isDuplicateKey(e)) throw e;
+      return null;
+    }
+  }
+
+  /** Sends the owner's queued changes, a batch per update, until none is left. */
+  async function drain(tenantId: string, owner: string, key: string): Promise<void> {
+    for (;;) {
+      const q = queues.get(key) ?? [];
+      if (q.length === 0) {
+        queues.delete(key);
+        return;
+      }
+      const batch = q.splice(0, BATCH_MAX);
+      try {
+        let after = await applyAll(tenantId, owner, key, batch);
+        // A replay among them: each alone, once (a batch that matched nothing changed nothing).
+        if (after === null && batch.length > 1) for (const i of batch) after = (await applyAll(tenantId, owner, key, [i])) ?? after;
+        after ??= await counts.findOne({ _id: key, tenant_id: tenantId });
+        for (const i of batch) i.resolve({ ...of(after), version: after?.v ?? 0 });
+      } catch (e) {
+        for (const i of batch) i.reject(e);
+      }
+    }
+  }
+
   return {
     /** The owner's counts and version (zeros, version 0, for an owner with no notification yet). */
     async get(tenantId: string, owner: string): Promise<Counts & { version: number; applied: string[] }> {
@@ -50,25 +105,23 @@ export function createCountsRepository(db: Db) {
 
     /**
      * Applies `delta` for change `changeId` once; answers the counts after (also when the change
-     * was applied before: then as they are).
+     * was applied before: then as they are). Changes of one owner arriving while one of its
+     * updates is out go together in the next (a busy owner's document takes one update per round
+     * trip, not one per notification).
      */
-    async apply(tenantId: string, owner: string, changeId: string, delta: CountsDelta): Promise<Counts & { version: number }> {
-      const _id = countsKey(tenantId, owner);
-      let after: CountsDoc | null = null;
-      try {
-        after = await counts.findOneAndUpdate(
-          onceFilter<CountsDoc>({ _id, tenant_id: tenantId }, changeId),
-          onceUpdate<CountsDoc>({ $inc: { unseen: delta.unseen, unread: delta.unread, v: 1 }, $setOnInsert: { owner } }, changeId),
-          { upsert: true, returnDocument: "after" },
-        );
-      } catch (e) {
-        // The document exists and holds the change already: the upsert's insert collided.
-        if (!isDuplicateKey(e)) throw e;
-      }
-      after ??= await counts.findOne({ _id, tenant_id: tenantId });
-      return { ...of(after), version: after?.v ?? 0 };
+    apply(tenantId: string, owner: string, changeId: string, delta: CountsDelta): Promise<Counts & { version: number }> {
+      const key = countsKey(tenantId, owner);
+      return new Promise((resolve, reject) => {
+        const q = queues.get(key);
+        const item = { changeId, delta, resolve, reject };
+        if (q) {
+          q.push(item);
+          return;
+        }
+        queues.set(key, [item]);
+        void drain(tenantId, owner, key);
+      });
     },
-
     /** Records a mark's pending change on the owner's counts document (created if missing). */
     async recordMark(tenantId: string, owner: string, change: PendingChange): Promise<void> {
       await counts.updateOne(

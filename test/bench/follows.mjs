@@ -38,8 +38,10 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
     const metricsUrl = c.system.metrics.gateway;
     const ROUTE = "POST /v1/feeds/:group/:id/follows";
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
+    const backgroundBefore = await mongoCommands(metricsUrl, "background");
     const r = await load(loadTargets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
     const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
+    const background = commandsSince(backgroundBefore, await mongoCommands(metricsUrl, "background"));
     log(`  ${machineNote(r.machine)}`);
     for (const t of loadTargets) log(`  ${t.name}: ${fmt(r.targets[t.name])}`);
 
@@ -67,7 +69,8 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
         `floor inserted ${floorInserted} edges; ${commands} MongoDB commands for ${ROUTE} = ${(commands / stored).toFixed(2)} per follow (the background's not counted): ` +
         Object.entries(byName)
           .map(([k, n]) => `${k} ${(n / stored).toFixed(2)}`)
-          .join(", "),
+          .join(", ") +
+        `; in the background meanwhile ${background.total} (${Object.entries(background.byName).map(([k, n]) => `${k} ${n}`).join(", ")})`,
     );
     return {
       namespace: c.namespace,
@@ -81,6 +84,7 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
       // Every request of the load created an edge (warm-up included): commands per follow.
       commandsPerFollow: commands / stored,
       commandsByName: byName,
+      backgroundCommands: background,
       ratio: r.targets.follows.rps / r.targets.floor.rps,
     };
   });

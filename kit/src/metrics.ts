@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { createTenantLabels, type TenantLabels } from "./tenant-labels.js";
 
 // One Prometheus registry per process (the one-process system shares it across its modules),
@@ -37,6 +37,10 @@ export interface Metrics {
   queueRedeliveries: Counter<"queue">;
   /** Work-queue tasks this process finished, by queue, consumer and outcome. */
   queueTasks: Counter<"queue" | "consumer" | "outcome">;
+  /** Seconds from a task's publish to its acknowledgement as done, by queue and consumer. */
+  queueTaskLatency: Histogram<"queue" | "consumer">;
+  /** The longest of those since the process started. */
+  queueTaskLatencyMax: Gauge<"queue" | "consumer">;
   /** Fan-out lag by tenant; only `fanoutLagTenants` decides the label. */
   fanoutLag: Histogram<"tenant">;
   fanoutLagTenants: TenantLabels;
@@ -95,6 +99,19 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
       name: "feeds_queue_tasks_total",
       help: "Work-queue tasks this process handled, by queue, consumer (fanout: worker, follow; notify: events; webhooks: deliveries) and outcome (done, deferred, retried, dead_lettered)",
       labelNames: ["queue", "consumer", "outcome"] as const,
+      registers,
+    }),
+    queueTaskLatency: new Histogram({
+      name: "feeds_queue_task_latency_seconds",
+      help: "Seconds from a work-queue task's publish to its acknowledgement as done (a follow's history copy, an event's notification, a webhook delivery), by queue and consumer",
+      labelNames: ["queue", "consumer"] as const,
+      buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    }),
+    queueTaskLatencyMax: new Gauge({
+      name: "feeds_queue_task_latency_max_seconds",
+      help: "The longest publish-to-done time of a work-queue task this process handled since it started, by queue and consumer",
+      labelNames: ["queue", "consumer"] as const,
       registers,
     }),
     fanoutLag,

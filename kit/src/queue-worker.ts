@@ -69,6 +69,15 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const redeliveries = processMetrics().queueRedeliveries.labels({ queue });
   const tasks = processMetrics().queueTasks;
   const finished = (outcome: "done" | "deferred" | "retried" | "dead_lettered") => tasks.inc({ queue, consumer: o.durable, outcome });
+  const latency = processMetrics().queueTaskLatency.labels({ queue, consumer: o.durable });
+  const latencyMax = processMetrics().queueTaskLatencyMax.labels({ queue, consumer: o.durable });
+  let longest = 0;
+  /** Publish to done: what a task's side effect waited (queue, retries and the handler). */
+  function timeDone(m: JsMsg): void {
+    const s = Math.max(0, Date.now() - m.info.timestampNanos / 1e6) / 1000;
+    latency.observe(s);
+    if (s > longest) latencyMax.set((longest = s));
+  }
 
   async function deadLetter(m: JsMsg, err: unknown) {
     log.error({ err, queue, deliveries: m.info.redeliveryCount }, "task dead-lettered");
@@ -103,6 +112,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       }
       m.ack();
       finished("done");
+      timeDone(m);
     } catch (err) {
       const deliveries = m.info.redeliveryCount;
       if (deliveries >= maxDeliver) return deadLetter(m, err);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, createQueueWorker, type Nats, type QueueWorker } from "../src/index.js";
+import { connectNats, createQueueWorker, processMetrics, type Nats, type QueueWorker } from "../src/index.js";
 import { createTestEnv } from "../src/testing.js";
 
 // The queue worker against real NATS JetStream, in a namespace of its own: a short ack wait finds
@@ -34,6 +34,24 @@ describe("queue worker", { timeout: 30_000 }, () => {
   afterAll(async () => {
     for (const w of workers) await w.stop().catch(() => undefined);
     await env.close();
+  });
+
+  it("a task's publish-to-done time is observed once it is done: the longest of them is the max gauge", async () => {
+    const latency = async () => (await processMetrics().queueTaskLatencyMax.get()).values.find((v) => v.labels.consumer === "timed")?.value;
+    let n = 0;
+    await worker("timed", async () => {
+      await sleep(++n === 1 ? 300 : 50);
+    }).start();
+    await publish("timed");
+    while ((await latency()) === undefined) await sleep(20);
+    expect(await latency()).toBeGreaterThanOrEqual(0.3);
+    await publish("timed");
+    await sleep(300);
+    // The shorter second task leaves the longest where it was; both were counted.
+    expect(await latency()).toBeLessThan(1);
+    expect(await latency()).toBeGreaterThanOrEqual(0.3);
+    const h = (await processMetrics().queueTaskLatency.get()).values.find((v) => v.labels.consumer === "timed" && v.metricName?.endsWith("_count"));
+    expect(h?.value).toBe(2);
   });
 
   it("a task running three times the ack wait sends heartbeats and is delivered once", async () => {

@@ -68,9 +68,33 @@ export async function startForProject(project: TestProject, split: boolean, work
     ),
   );
   return async () => {
+    await reportTaskLatency(split ? "e2e-split" : "e2e", Object.values(system.metrics));
     await system.stop();
     await dropNamespace(namespace, infra);
   };
+}
+
+/**
+ * After the run, under the whole suite's load: the longest publish-to-done time of each queue's
+ * tasks (a follow's history copy is fanout/follow, an event's notification notify/events), from
+ * every process's /metrics. Printed for the run's log; a scrape that fails prints why.
+ */
+async function reportTaskLatency(label: string, urls: string[]): Promise<void> {
+  const longest = new Map<string, number>();
+  for (const url of urls) {
+    try {
+      const text = await (await fetch(url)).text();
+      for (const m of text.matchAll(/^feeds_queue_task_latency_max_seconds\{([^}]*)\} (\S+)$/gm)) {
+        const labels = Object.fromEntries([...(m[1] ?? "").matchAll(/(\w+)="([^"]*)"/g)].map((l) => [l[1], l[2]]));
+        const key = `${labels.queue}/${labels.consumer}`;
+        longest.set(key, Math.max(longest.get(key) ?? 0, Number(m[2])));
+      }
+    } catch (e) {
+      process.stdout.write(`[${label}] task latency: ${url} not scraped (${String(e)})\n`);
+    }
+  }
+  const figures = [...longest].sort().map(([k, s]) => `${k} ${(s * 1000).toFixed(0)} ms`);
+  process.stdout.write(`[${label}] slowest task, publish to done, over the whole run: ${figures.join(", ") || "none"}\n`);
 }
 
 /** The one-process system (the default, as `npm start` runs it). */

@@ -84,6 +84,8 @@ export const OUTBOX_GRACE_MS = 2000;
 /** Clears waiting at most this long, and this many to one command. */
 const CLEAR_DELAY_MS = 20;
 const CLEAR_MAX = 500;
+/** Documents one relay pass finishes side by side. */
+const RELAY_LANES = 8;
 /** How long a relay's claim on a document lasts; it replays a change only in the first half. */
 const CLAIM_MS = 30_000;
 
@@ -206,41 +208,56 @@ export function createOutbox(o: OutboxOptions) {
     const cutoff = Date.now() - graceMs;
     const found = await col(name).find({ outbox_pending: true }).limit(limit).toArray();
     let finished = 0;
-    for (const seen of found) {
-      if ((seen.outbox ?? []).length === 0) {
-        // Every change was cleared: the flag goes, unless a change arrived since.
-        await col(name).updateOne({ _id: seen._id, outbox: { $size: 0 } }, { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } });
-        continue;
+    // Documents side by side (each claimed on its own): after a crash a backlog of hundreds of
+    // changes takes seconds, not one document's round trips after another.
+    let next = 0;
+    const lanes = Array.from({ length: Math.min(RELAY_LANES, found.length) }, async () => {
+      while (next < found.length) {
+        const seen = found[next++] as AnyDoc;
+        const n = await finishDocument(name, finish, seen, cutoff);
+        finished += n;
       }
-      if (!(seen.outbox ?? []).some((c) => c.at.getTime() <= cutoff)) continue;
-      // Claimed by this relay alone (another's claim still running: its to finish), read afresh.
-      const now = Date.now();
-      const doc = await col(name).findOneAndUpdate(
-        { _id: seen._id, outbox_pending: true, $or: [{ outbox_claim: { $exists: false } }, { outbox_claim: { $lt: new Date(now) } }] },
-        { $set: { outbox_claim: new Date(now + CLAIM_MS) } },
-        { returnDocument: "after" },
-      );
-      if (!doc) continue;
-      const claim = doc.outbox_claim;
-      let deleted = false;
-      try {
-        for (const change of doc.outbox ?? []) {
-          if (change.at.getTime() > cutoff) continue;
-          if (Date.now() > now + CLAIM_MS / 2) break;
-          const outcome = finish ? await finish(doc, change) : undefined;
-          deleted = outcome === "delete" || outcome === "drop";
-          if (outcome !== "drop") await publish(change.messages);
-          if (deleted) {
-            await col(name).deleteOne({ _id: doc._id });
-            await clearTargets([change]);
-          } else await clearNow([{ collection: name, docId: doc._id, change }], true);
-          finished++;
-          if (deleted) break;
-        }
-      } finally {
-        // The claim goes with the pass, failed or not (a last change cleared took it already).
-        if (!deleted) await col(name).updateOne({ _id: doc._id, outbox_claim: claim }, { $unset: { outbox_claim: "" } });
+    });
+    await Promise.all(lanes);
+    return finished;
+  }
+
+  /** Finishes the stale changes of one document the relay found; answers how many it finished. */
+  async function finishDocument(name: string, finish: Finish | undefined, seen: AnyDoc, cutoff: number): Promise<number> {
+    let finished = 0;
+    if ((seen.outbox ?? []).length === 0) {
+      // Every change was cleared: the flag goes, unless a change arrived since.
+      await col(name).updateOne({ _id: seen._id, outbox: { $size: 0 } }, { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } });
+      return 0;
+    }
+    if (!(seen.outbox ?? []).some((c) => c.at.getTime() <= cutoff)) return 0;
+    // Claimed by this relay alone (another's claim still running: its to finish), read afresh.
+    const now = Date.now();
+    const doc = await col(name).findOneAndUpdate(
+      { _id: seen._id, outbox_pending: true, $or: [{ outbox_claim: { $exists: false } }, { outbox_claim: { $lt: new Date(now) } }] },
+      { $set: { outbox_claim: new Date(now + CLAIM_MS) } },
+      { returnDocument: "after" },
+    );
+    if (!doc) return 0;
+    const claim = doc.outbox_claim;
+    let deleted = false;
+    try {
+      for (const change of doc.outbox ?? []) {
+        if (change.at.getTime() > cutoff) continue;
+        if (Date.now() > now + CLAIM_MS / 2) break;
+        const outcome = finish ? await finish(doc, change) : undefined;
+        deleted = outcome === "delete" || outcome === "drop";
+        if (outcome !== "drop") await publish(change.messages);
+        if (deleted) {
+          await col(name).deleteOne({ _id: doc._id });
+          await clearTargets([change]);
+        } else await clearNow([{ collection: name, docId: doc._id, change }], true);
+        finished++;
+        if (deleted) break;
       }
+    } finally {
+      // The claim goes with the pass, failed or not (a last change cleared took it already).
+      if (!deleted) await col(name).updateOne({ _id: doc._id, outbox_claim: claim }, { $unset: { outbox_claim: "" } });
     }
     return finished;
   }

@@ -50,6 +50,27 @@ describe("outbox", { timeout: 30_000 }, () => {
 
   const message = (id: string): OutboxMessage => ({ subject: subject(), msgId: `outbox-test:${id}`, data: JSON.stringify({ id }) });
 
+  it("a backlog of dead writers' changes is finished by one pass, several documents side by side (at most 8), each once", async () => {
+    const outbox = createOutbox({ db: env.db, nats: env.nats, log: env.log, graceMs: 0 });
+    let running = 0;
+    let most = 0;
+    const finished: string[] = [];
+    outbox.register("backlog", async (doc: Document) => {
+      most = Math.max(most, ++running);
+      await new Promise((r) => setTimeout(r, 30));
+      running--;
+      finished.push(String(doc._id));
+    });
+    const docs = Array.from({ length: 30 }, (_, i) => ({ _id: `b${i}`, ...outbox.forInsert(outbox.change([], { at: new Date(Date.now() - 1000) })) }));
+    await env.db.collection<Record_>("backlog").insertMany(docs);
+    expect(await outbox.relayOnce()).toBe(30);
+    expect(finished.sort()).toEqual(docs.map((d) => d._id).sort());
+    expect(most).toBeGreaterThan(1);
+    expect(most).toBeLessThanOrEqual(8);
+    expect(await env.db.collection<Record_>("backlog").countDocuments({ outbox_pending: true })).toBe(0);
+    expect(await outbox.relayOnce()).toBe(0);
+  });
+
   it("a live writer publishes and clears: no change, no flag and no applied id are left", async () => {
     await targets().insertOne({ _id: "t", n: 0 });
     const outbox = outboxWith(60_000);

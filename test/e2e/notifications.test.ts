@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, newEvent, publishEvents, eventSubject, type FeedEvent, type Nats } from "@feeds/kit";
@@ -7,7 +8,7 @@ import { until } from "../support/until.js";
 
 // The notification feed through the gateway: who is notified of follows, reactions, comments and
 // replies (never of their own act), the page order and its keyset, exact unseen/unread, marks,
-// the owner parameter, and the change signal (the owner's counts document). Follows go through the real routes;
+// the owner parameter, and the change signal (Redis, copied from the owner's counts document). Follows go through the real routes;
 // reactions and comments are published to the notify queue as their producer publishes them.
 // After the engagement routes exist, the tests marked "(injected)" can drive those routes instead.
 
@@ -496,18 +497,38 @@ describe("the change signal", () => {
     expect((await signal(alice)).body).toEqual({ ...truth, version: expect.any(Number) });
   });
 
-  describe("kept in MongoDB by increments", () => {
+  describe("kept in MongoDB by increments, copied to Redis", () => {
     let mongo: MongoClient;
+    let redis: Redis;
     beforeAll(async () => {
       mongo = new MongoClient(inject("mongoUrl"));
       await mongo.connect();
+      redis = new Redis(inject("redisUrl"));
     });
     afterAll(async () => {
       await mongo?.close();
+      redis?.disconnect();
     });
     const counts = () => mongo.db(inject("namespace")).collection<{ _id: string; unseen: number }>("notification_counts");
 
-    it("answers from the owner's counts document, never counting the records: a doctored count is what it answers, and the next notification moves it by one", async () => {
+    it("answers from Redis alone: a doctored copy is what it answers; a lost one is read again from the counts document (no recount), at the same version", async () => {
+      const t = await newTenant();
+      const alice = await t.user("alice");
+      await publishEvents(nats, [reactionEvent(t, { owner: "user:alice", by: "bob" }), reactionEvent(t, { owner: "user:alice", by: "carol" })]);
+      await notified(await t.server(), "alice", 2);
+      const s = await until("the signal", async () => {
+        const r = await signal(alice);
+        return r.body.unseen === 2 ? r : undefined;
+      }, 20_000);
+      const copy = `${inject("namespace")}:ncounts:${t.id}:alice`;
+      await redis.hset(copy, "unseen", "999");
+      expect((await signal(alice)).body).toEqual({ unseen: 999, unread: 2, version: s.body.version });
+      await redis.del(copy);
+      expect((await signal(alice)).body).toEqual({ unseen: 2, unread: 2, version: s.body.version });
+      expect(await redis.hmget(copy, "unseen", "unread")).toEqual(["2", "2"]);
+    });
+
+    it("counts move by increments, never by counting the records: a doctored document count moves by one with the next notification", async () => {
       const t = await newTenant();
       const alice = await t.user("alice");
       await publishEvents(nats, [reactionEvent(t, { owner: "user:alice", by: "bob" }), reactionEvent(t, { owner: "user:alice", by: "carol" })]);
@@ -517,7 +538,6 @@ describe("the change signal", () => {
         return r.body.unseen === 2 ? r : undefined;
       }, 20_000);
       await counts().updateOne({ _id: `${t.id}/alice` }, { $set: { unseen: 999 } });
-      expect((await signal(alice)).body).toEqual({ unseen: 999, unread: 2, version: s.body.version });
       await publishEvents(nats, [reactionEvent(t, { owner: "user:alice", by: "dave" })]);
       const moved = await until("the next notification counted", async () => {
         const r = await signal(alice);

@@ -25,7 +25,7 @@ export async function createNotificationModule(deps: {
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
   await ensureQueue(deps.nats, "webhooks");
-  const notifications = await createNotifications({ db: deps.db, nats: deps.nats, peers: deps.peers, log: deps.log });
+  const notifications = await createNotifications({ db: deps.db, nats: deps.nats, redis: deps.redis, peers: deps.peers, log: deps.log });
   const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks, secretsKey: deps.webhookKey });
   // Notifications first: a failure redelivers the event to both, and both are idempotent.
   const worker = createNotifyWorker({

@@ -16,14 +16,14 @@ const peers = () => ({ users: { getUsers: async () => ({ users: [] }) } }) as un
 
 describe("notification counts", { timeout: 60_000 }, () => {
   const commands: string[] = [];
-  const env = createTestEnv("notify_counts", { db: { onCommand: (e) => void commands.push(e.commandName) }, nats: true });
+  const env = createTestEnv("notify_counts", { db: { onCommand: (e) => void commands.push(e.commandName) }, nats: true, redis: true });
   const { log } = env;
   beforeAll(env.open);
   afterAll(env.close);
 
   const setUp = async () => {
     // Relays on demand (relayOnce), graces short enough for a test to outwait them.
-    const n = await createNotifications({ db: env.db, nats: env.nats, peers, log, graceMs: { inserts: 300, marks: 300 } });
+    const n = await createNotifications({ db: env.db, nats: env.nats, redis: env.redis, peers, log, graceMs: { inserts: 300, marks: 300 } });
     const transport = createLocalTransport((r) => r.service(NotificationService, n.service), log, createInternalAuth(rootKeys(randomBytes(32))), "gateway");
     const client = createClient(NotificationService, transport);
     const tenant = `t${randomBytes(4).toString("hex")}`;

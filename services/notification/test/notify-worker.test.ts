@@ -44,8 +44,8 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
     });
 
   it("a handler failing after the notification was written gets the event redelivered: the notification exists once, the counts stay exact", async () => {
-    const { db, nats } = env;
-    const notifications = await createNotifications({ db, nats, peers, log });
+    const { db, nats, redis } = env;
+    const notifications = await createNotifications({ db, nats, redis, peers, log });
     const deliveries = new Map<string, number>();
     // Another handler (webhooks, say) that fails the first delivery of every event.
     const failsFirst = async (e: FeedEvent) => {
@@ -74,8 +74,8 @@ describe("notifications in the notify worker", { timeout: 60_000 }, () => {
   });
 
   it("a page's actor_user comes from one identity call for all its actors (one per page; an empty page makes none)", async () => {
-    const { db, nats } = env;
-    const notifications = await createNotifications({ db, nats, peers, log });
+    const { db, nats, redis } = env;
+    const notifications = await createNotifications({ db, nats, redis, peers, log });
     const worker = createNotifyWorker({ nats, log, handlers: [notifications.handler] });
     await worker.start();
     try {

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { APPLIED_FIELD, isDuplicateKey, type OutboxFields, type OutboxTarget, type PendingChange } from "@feeds/kit";
+import { APPLIED_FIELD, isDuplicateKey, type Logger, type OutboxFields, type OutboxTarget, type PendingChange, type RedisConn } from "@feeds/kit";
 
 // Each owner's unseen and unread counts live in one document, moved by increments, never
 // recounted: a notification's insert carries its pending change (+1 unseen, +1 unread) and the
@@ -8,6 +8,12 @@ import { APPLIED_FIELD, isDuplicateKey, type OutboxFields, type OutboxTarget, ty
 // counts document first, stamps the notifications it sets (`seen_by`/`read_by`: the change id),
 // then takes minus what it set; a relay finishing a mark whose writer died counts the stamps. `v`
 // moves with every change: the owner's change signal.
+//
+// The signal is answered from Redis alone: each update of the document copies `{v, unseen,
+// unread}` to a hash per owner, kept only when its `v` is newer than the one there (updates may
+// finish out of order); a missing hash is read from the document once and copied. A copy that
+// failed (Redis down) leaves the hash a version behind until the next change, or until it
+// expires (COPY_TTL_SECONDS) and is read again.
 
 export const COUNTS = "notification_counts";
 
@@ -47,9 +53,29 @@ interface Queued {
 
 /** Changes of one owner taken by one update at most. */
 const BATCH_MAX = 200;
+/** How long an owner's copy in Redis lives without a change (then read from the document again). */
+export const COPY_TTL_SECONDS = 300;
+/** Stores {v, unseen, unread} when `v` is newer than the stored one (or none is stored). */
+const COPY = `
+local v = redis.call('HGET', KEYS[1], 'v')
+if v and tonumber(v) >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'unseen', ARGV[2], 'unread', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return 1
+`;
+type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
-export function createCountsRepository(db: Db) {
+export function createCountsRepository(db: Db, redis: RedisConn, log: Logger) {
   const counts: Collection<CountsDoc> = db.collection<CountsDoc>(COUNTS);
+  if (!("feedsNotifyCopy" in redis.redis)) redis.redis.defineCommand("feedsNotifyCopy", { lua: COPY });
+  const copyScript = (redis.redis as unknown as Record<string, Script>).feedsNotifyCopy!.bind(redis.redis);
+  const copyKey = (tenantId: string, owner: string) => redis.key("ncounts", tenantId, owner);
+  /** The document's counts to Redis (best effort: a failure leaves the copy a version behind). */
+  async function copy(tenantId: string, owner: string, c: Counts & { version: number }): Promise<void> {
+    await copyScript(1, copyKey(tenantId, owner), String(c.version), String(c.unseen), String(c.unread), String(COPY_TTL_SECONDS)).catch((err: unknown) =>
+      log.debug({ err: String(err), owner }, "notification counts not copied to Redis"),
+    );
+  }
   /** Per owner (`tenant/owner`): the changes waiting while an update of the document is out. */
   const queues = new Map<string, Queued[]>();
   const of = (d: Pick<CountsDoc, "unseen" | "unread"> | null): Counts => ({ unseen: Math.max(0, d?.unseen ?? 0), unread: Math.max(0, d?.unread ?? 0) });
@@ -89,19 +115,35 @@ export function createCountsRepository(db: Db) {
         // A replay among them: each alone, once (a batch that matched nothing changed nothing).
         if (after === null && batch.length > 1) for (const i of batch) after = (await applyAll(tenantId, owner, key, [i])) ?? after;
         after ??= await counts.findOne({ _id: key, tenant_id: tenantId });
-        for (const i of batch) i.resolve({ ...of(after), version: after?.v ?? 0 });
+        const answer = { ...of(after), version: after?.v ?? 0 };
+        await copy(tenantId, owner, answer);
+        for (const i of batch) i.resolve(answer);
       } catch (e) {
         for (const i of batch) i.reject(e);
       }
     }
   }
 
+  async function get(tenantId: string, owner: string): Promise<Counts & { version: number; applied: string[] }> {
+    const d = await counts.findOne({ _id: countsKey(tenantId, owner), tenant_id: tenantId });
+    return { ...of(d), version: d?.v ?? 0, applied: d?.applied ?? [] };
+  }
+
   return {
-    /** The owner's counts and version (zeros, version 0, for an owner with no notification yet). */
-    async get(tenantId: string, owner: string): Promise<Counts & { version: number; applied: string[] }> {
-      const d = await counts.findOne({ _id: countsKey(tenantId, owner), tenant_id: tenantId });
-      return { ...of(d), version: d?.v ?? 0, applied: d?.applied ?? [] };
+    /**
+     * The owner's counts and version from Redis alone (the change signal); a missing copy is read
+     * from the document once and copied.
+     */
+    async read(tenantId: string, owner: string): Promise<Counts & { version: number }> {
+      const [v, unseen, unread] = await redis.redis.hmget(copyKey(tenantId, owner), "v", "unseen", "unread");
+      if (v !== null && unseen !== null && unread !== null) return { version: Number(v), ...of({ unseen: Number(unseen), unread: Number(unread) }) };
+      const { applied: _applied, ...c } = await get(tenantId, owner);
+      await copy(tenantId, owner, c);
+      return c;
     },
+
+    /** The owner's counts and version from the document (zeros, version 0, for an owner with no notification yet). */
+    get,
 
     /**
      * Applies `delta` for change `changeId` once; answers the counts after (also when the change

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createOutbox, type Clients, type Logger, type Nats } from "@feeds/kit";
+import { createOutbox, type Clients, type Logger, type Nats, type RedisConn } from "@feeds/kit";
 import { createCountChanges } from "./changes.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
 import { createNotificationHandler } from "./handler.js";
@@ -14,9 +14,9 @@ import { createNotificationService } from "./routes.js";
 export const MARK_GRACE_MS = 60_000;
 
 /** The notification feeds: the RPCs, the notify worker's handler that fills them, and the counts' relays. */
-export async function createNotifications(deps: { db: Db; nats: Nats; peers: () => Pick<Clients, "users">; log: Logger; graceMs?: { inserts?: number; marks?: number } }) {
+export async function createNotifications(deps: { db: Db; nats: Nats; redis: RedisConn; peers: () => Pick<Clients, "users">; log: Logger; graceMs?: { inserts?: number; marks?: number } }) {
   const notifications = createNotificationRepository(deps.db);
-  const counts = createCountsRepository(deps.db);
+  const counts = createCountsRepository(deps.db, deps.redis, deps.log);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });
   const marks = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS });
   const changes = createCountChanges({ notifications, counts, inserts, marks });

@@ -31,7 +31,7 @@ export const MARK_IDS_MAX = 100;
 
 export interface NotificationServiceDeps {
   notifications: Pick<NotificationRepository, "page">;
-  counts: Pick<CountsRepository, "get">;
+  counts: Pick<CountsRepository, "get" | "read">;
   changes: Pick<CountChanges, "mark">;
   /** Identity, for actor_user: one getUsers call per page. */
   peers: () => Pick<Clients, "users">;
@@ -107,9 +107,14 @@ export function createNotificationService(deps: NotificationServiceDeps): Servic
       const rows = await notifications.page(tenant, owner, limit, after);
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      // The counts after the page: they count at least every notification the page shows.
-      const [kept, users] = await Promise.all([counts.get(tenant, owner), actorUsers(ctx, tenant, page)]);
-      const shown = countsForPage(kept, page);
+      // The counts after the page: they count at least every notification the page shows. From
+      // the signal (Redis) when no notification of the page waits for its count, else from the
+      // document, with the +1s it has not taken yet.
+      const waiting = page.some((d) => (d.outbox ?? []).length > 0);
+      const [shown, users] = await Promise.all([
+        waiting ? counts.get(tenant, owner).then((kept) => countsForPage(kept, page)) : counts.read(tenant, owner),
+        actorUsers(ctx, tenant, page),
+      ]);
       return {
         notifications: page.map((d) => toProto(d, users)),
         next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : "",
@@ -131,7 +136,7 @@ export function createNotificationService(deps: NotificationServiceDeps): Servic
     async getNotificationSignal(req, ctx) {
       const tenant = requireTenant(ctx);
       const owner = ownerOf(ctx, req.owner);
-      const s = await counts.get(tenant, owner);
+      const s = await counts.read(tenant, owner);
       return { unseen: BigInt(s.unseen), unread: BigInt(s.unread), version: BigInt(s.version) };
     },
   };

@@ -20,7 +20,7 @@ const globalOptions = {
 const globalHelp = [
   "--url <url>        the system's base URL (else FEEDS_URL, else the one the profile logged in to)",
   "--json             print the API's answer as JSON",
-  "--profile <name>   the profile file to use (default: default)",
+  "--profile <name>   the profile to use (else FEEDS_PROFILE, else default)",
 ];
 
 function usage(): string {

@@ -24,6 +24,7 @@ COPY services/notification/package.json services/notification/
 COPY services/catalog/package.json services/catalog/
 COPY gateway/package.json gateway/
 COPY system/package.json system/
+COPY cli/package.json cli/
 COPY test/package.json test/
 
 # Compile: every workspace's dist/ (tsc -b from the root references). No install script is

@@ -64,7 +64,13 @@ const checked = workspaces().filter((d) => d !== "system");
 describe("package layout", () => {
   it("reads the gateway, the seven services and the shared workspaces", () => {
     expect(services).toHaveLength(7);
-    expect(checked).toEqual(expect.arrayContaining(["gateway", "kit", "sdk", "proto", ...services]));
+    expect(checked).toEqual(expect.arrayContaining(["gateway", "kit", "sdk", "proto", "cli", ...services]));
+  });
+
+  it("the CLI speaks only the public API: its manifest and sources name no workspace but the SDK", () => {
+    const named = [...dependenciesOf("cli"), ...namedPackages("cli").map(({ pkg, at }) => `${pkg} at ${at}`)];
+    expect(named.filter((n) => n.startsWith("@feeds/") && !n.startsWith("@feeds/sdk"))).toEqual([]);
+    expect(dependenciesOf("cli")).toContain("@feeds/sdk");
   });
 
   it("no manifest but system's names a service or the gateway (a package may name itself)", () => {

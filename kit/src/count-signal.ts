@@ -24,7 +24,7 @@ export interface CountSignal {
 type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
 export function createCountSignal(conn: RedisConn, name: "activities" | "users" | "webhook_events"): CountSignal {
-  const key = (tenantId: string) => conn.key("cs", name, tenantId);
+  const key = (tenantId: string) => conn.tenantKey(tenantId, "cs", name);
   // A defined command runs by its SHA (EVALSHA), not by sending the script's text with each bump.
   const command = "feedsCountBump";
   if (!(command in conn.redis)) conn.redis.defineCommand(command, { lua: BUMP });

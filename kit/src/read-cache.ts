@@ -79,8 +79,10 @@ export function createReadCache<T>(
   const command = "feedsCacheFill";
   if (!(command in redis)) redis.defineCommand(command, { lua: FILL });
   const fill = (redis as unknown as Record<string, Script>)[command]!.bind(redis);
-  const valueKey = (t: string, id: string) => conn.key("rc", name, t, id);
-  const genKey = (t: string, id: string) => conn.key("rcg", name, t, id);
+  // A tenant's values and generations share its hash tag: one fill script, MGET or invalidation
+  // touches several of them (in a cluster, keys of one slot only).
+  const valueKey = (t: string, id: string) => conn.tenantKey(t, "rc", name, id);
+  const genKey = (t: string, id: string) => conn.tenantKey(t, "rcg", name, id);
   const hits = processMetrics().cacheRequests.labels({ cache: name, result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: name, result: "miss" });
 

@@ -62,7 +62,7 @@ export function createActivityCache(conn: RedisConn) {
   const { redis } = conn;
   redis.defineCommand("feedsActPut", { lua: PUT });
   const put = (redis as unknown as { feedsActPut: Script }).feedsActPut.bind(redis);
-  const key = (t: string, id: string) => conn.key("act", t, id);
+  const key = (t: string, id: string) => conn.tenantKey(t, "act", id);
   const entry = (d: ActivityDoc): CacheEntry => ({ key: key(d.tenant_id, d._id), version: String(d.version), value: JSON.stringify(freeze(d)), ttl: String(TTL_SECONDS) });
   const hits = processMetrics().cacheRequests.labels({ cache: "activity", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "activity", result: "miss" });
@@ -82,13 +82,22 @@ export function createActivityCache(conn: RedisConn) {
       misses.inc(ids.length - out.size);
       return out;
     },
-    /** Stores each document unless a newer version is cached already. */
+    /** Stores each document unless a newer version is cached already (one call per tenant: a
+     * script touches keys of one hash tag). */
     async putMany(docs: ActivityDoc[]): Promise<void> {
-      if (!docs.length) return;
-      const first = docs[0] as ActivityDoc;
-      const ks = docs.map((d) => key(d.tenant_id ?? first.tenant_id, d._id));
-      const args = docs.flatMap((d) => [String(d.version), JSON.stringify(freeze(d))]);
-      await put(ks.length, ...ks, ...args, String(TTL_SECONDS));
+      const byTenant = new Map<string, ActivityDoc[]>();
+      for (const d of docs) {
+        const list = byTenant.get(d.tenant_id);
+        if (list) list.push(d);
+        else byTenant.set(d.tenant_id, [d]);
+      }
+      await Promise.all(
+        [...byTenant].map(([tenantId, ds]) => {
+          const ks = ds.map((d) => key(tenantId, d._id));
+          const args = ds.flatMap((d) => [String(d.version), JSON.stringify(freeze(d))]);
+          return put(ks.length, ...ks, ...args, String(TTL_SECONDS));
+        }),
+      );
     },
   };
 }

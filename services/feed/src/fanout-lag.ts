@@ -31,7 +31,7 @@ export function createFanoutLag(conn: RedisConn, log: Logger) {
   const observe = (tenantId: string, ackedAt: Date) => observeFanoutLag(metrics, tenantId, (Date.now() - ackedAt.getTime()) / 1000);
 
   async function count(tenantId: string, activityId: string, ackedAt: Date, mode: "total" | "chunk", value: string) {
-    const keys = ["total", "done", "seen"].map((k) => conn.key("fanlag", k, tenantId, activityId));
+    const keys = ["total", "done", "seen"].map((k) => conn.tenantKey(tenantId, "fanlag", k, activityId));
     try {
       if ((await tally(3, ...keys, String(TALLY_TTL_SECONDS), mode, value)) === 1) observe(tenantId, ackedAt);
     } catch (err) {

@@ -96,7 +96,9 @@ export function createHeads(conn: RedisConn) {
   const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
   const addBump = (redis as unknown as { feedsHeadAddBump: Script }).feedsHeadAddBump.bind(redis);
   const addExisting = (redis as unknown as { feedsHeadAddExisting: Script }).feedsHeadAddExisting.bind(redis);
-  const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
+  // A tenant's heads, signals and cached activities share its hash tag: one script adds an entry
+  // to up to 200 of its feeds, or to a head, its signal and the activity cache together.
+  const keys = (t: string, feed: string) => [conn.tenantKey(t, "head", feed), conn.tenantKey(t, "headp", feed), conn.tenantKey(t, "headc", feed)] as const;
   /** `script` (ADD or ADD_EXISTING) over `feeds`, 200 feeds a call. */
   async function perBatch(script: Script, tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
     for (let i = 0; i < feeds.length; i += 200) {

@@ -30,7 +30,7 @@ for _, k in ipairs(KEYS) do bump(k, now) end
 return 1
 `;
 
-export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => conn.key("fv", tenantId, feed);
+export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => conn.tenantKey(tenantId, "fv", feed);
 
 type BumpFn = (numKeys: number, ...args: string[]) => Promise<number>;
 

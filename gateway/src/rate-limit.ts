@@ -1,4 +1,4 @@
-import { processMetrics, rateLimited, type FeedsError, type RedisConn } from "@feeds/kit";
+import { processMetrics, rateLimited, redisScript, type FeedsError, type RedisConn } from "@feeds/kit";
 
 // Rate windows of one minute, counted in Redis so that every gateway replica shares them.
 //
@@ -43,8 +43,6 @@ if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return n
 `;
 
-type ScriptFn = (numKeys: number, ...args: string[]) => Promise<number[]>;
-type HitFn = (numKeys: number, ...args: string[]) => Promise<number>;
 
 const WINDOW_MS = 60_000;
 const WINDOW_TTL_S = "61";
@@ -88,10 +86,8 @@ const OUTCOMES = ["counted", "stale", "suspended", "revocation-unknown", "revoke
 
 export function createRateLimiter(conn: RedisConn) {
   const { redis } = conn;
-  redis.defineCommand("feedsTenantCount", { lua: TENANT_SCRIPT });
-  redis.defineCommand("feedsHit", { lua: HIT_SCRIPT });
-  const tenantCount = (redis as unknown as { feedsTenantCount: ScriptFn }).feedsTenantCount.bind(redis);
-  const hit = (redis as unknown as { feedsHit: HitFn }).feedsHit.bind(redis);
+  const tenantCount = redisScript<number[]>(redis, TENANT_SCRIPT);
+  const hit = redisScript<number>(redis, HIT_SCRIPT);
   /** A window of a name that is not a tenant's (a client address, an email): its own hash tag. */
   const windowOf = (kind: string, name: string, window: Window) => conn.taggedKey(name, "rl", kind, String(window.id));
   const refused = processMetrics().rateLimited;

@@ -1,4 +1,4 @@
-import { processMetrics, type RedisConn } from "@feeds/kit";
+import { processMetrics, redisScript, type RedisConn } from "@feeds/kit";
 import { plain, type ActivityDoc } from "./activity-repository.js";
 
 // Activities by id in Redis, each with its version. A write replaces an entry only with a newer
@@ -33,8 +33,6 @@ export interface CacheEntry {
   ttl: string;
 }
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
-
 interface Cached extends Omit<ActivityDoc, "time" | "edited_at" | "deleted_at" | "created_at" | "outbox" | "outbox_pending"> {
   time: number;
   edited_at: number | null;
@@ -60,8 +58,7 @@ const thaw = (c: Cached): ActivityDoc => ({
 
 export function createActivityCache(conn: RedisConn) {
   const { redis } = conn;
-  redis.defineCommand("feedsActPut", { lua: PUT });
-  const put = (redis as unknown as { feedsActPut: Script }).feedsActPut.bind(redis);
+  const put = redisScript(redis, PUT);
   const key = (t: string, id: string) => conn.tenantKey(t, "act", id);
   const entry = (d: ActivityDoc): CacheEntry => ({ key: key(d.tenant_id, d._id), version: String(d.version), value: JSON.stringify(freeze(d)), ttl: String(TTL_SECONDS) });
   const hits = processMetrics().cacheRequests.labels({ cache: "activity", result: "hit" });

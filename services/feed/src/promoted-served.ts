@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { RedisConn } from "@feeds/kit";
+import { redisScript, type RedisConn } from "@feeds/kit";
 
 // served_count without a database write per read: a first-page read adds one per delivered
 // record to a Redis hash of its tenant (one script call), and folders turn the hash into MongoDB
@@ -43,28 +43,15 @@ end
 return 0
 `;
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
-
 /** The id a snapshot's increments are remembered by in the records it counted. */
 export const snapshotIdOf = (snapshotKey: string) => snapshotKey.slice(snapshotKey.lastIndexOf(":") + 1);
 
 export function createServedCounter(conn: RedisConn) {
   const { redis } = conn;
-  for (const [name, lua] of [
-    ["feedsPromotedCount", COUNT],
-    ["feedsPromotedSnapshot", SNAPSHOT],
-    ["feedsPromotedDrop", DROP],
-    ["feedsPromotedSettled", SETTLED],
-  ] as const) {
-    if (!(name in redis)) redis.defineCommand(name, { lua });
-  }
-  const script = (name: string) => (redis as unknown as Record<string, Script>)[name]!.bind(redis);
-  const [count, snapshot, drop, settled] = [
-    script("feedsPromotedCount"),
-    script("feedsPromotedSnapshot"),
-    script("feedsPromotedDrop"),
-    script("feedsPromotedSettled"),
-  ];
+  const count = redisScript(redis, COUNT);
+  const snapshot = redisScript(redis, SNAPSHOT);
+  const drop = redisScript(redis, DROP);
+  const settled = redisScript(redis, SETTLED);
   const hash = (t: string) => conn.tenantKey(t, "promo", "served");
   const snaps = (t: string) => conn.tenantKey(t, "promo", "snaps");
   const folded = (t: string) => conn.tenantKey(t, "promo", "folded");

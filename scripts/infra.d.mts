@@ -14,6 +14,16 @@ export interface PrivateServer {
 export declare function ensureInfra(opts?: { root?: string; log?: (...a: unknown[]) => void }): Promise<InfraUrls>;
 export declare function freePort(): Promise<number>;
 export declare function startPrivateRedis(opts?: { port?: number; dir?: string }): Promise<PrivateServer>;
+export interface RedisCluster {
+  /** redis+cluster://127.0.0.1:<port>,... (kit's REDIS_URL form of a cluster). */
+  url: string;
+  ports: number[];
+  /** Each master, stoppable on its own. */
+  nodes: PrivateServer[];
+  /** Stops every node and removes their folder. */
+  stop(): Promise<void>;
+}
+export declare function startRedisCluster(opts?: { masters?: number }): Promise<RedisCluster>;
 export declare function startPrivateNats(opts?: { port?: number; storeDir?: string }): Promise<PrivateServer>;
 export declare function startPrivateFerretdb(opts?: {
   port?: number;

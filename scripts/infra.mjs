@@ -24,7 +24,8 @@
 // Concurrent callers serialise through lock files in .cache/locks/: only one starts a server.
 //
 // Fault tests: startPrivateRedis / startPrivateNats / startPrivateFerretdb each return
-// { url, port, pid, stop(), start() } for a server of their own on a free (or given) port. Under
+// { url, port, pid, stop(), start() } for a server of their own on a free (or given) port;
+// startRedisCluster a Redis Cluster of its own ({ url, ports, nodes, stop() }). Under
 // TEST_INFRA=containers each is a container instead (scripts/lib/containers.mjs; MongoDB 7 for
 // startPrivateFerretdb) behind the same handle, and `pid` is null.
 
@@ -634,6 +635,52 @@ export async function startPrivateRedis({ port, dir, root = DEFAULT_ROOT } = {})
     args: ['--bind', HOST, '--port', String(port), '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--daemonize', 'no'],
     ready: () => probeRedis(port), logFile: path.join(dir, 'redis.log'),
   });
+}
+
+/**
+ * A private Redis Cluster on loopback: `masters` redis-servers (default 3) in cluster mode on free
+ * ports, no replicas, nothing on disk but each node's cluster config (in a fresh folder under
+ * .cache/private/), joined by `redis-cli --cluster create`; resolves once every node reports
+ * cluster_state:ok. Its url is redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,... (kit's REDIS_URL
+ * form). stop() stops every node and removes the folder. Needs Debian's redis-server and
+ * redis-cli, also under TEST_INFRA=containers.
+ */
+export async function startRedisCluster({ masters = 3, root = DEFAULT_ROOT } = {}) {
+  const server = need('redis-server', 'apt-get install redis-server');
+  const cli = need('redis-cli', 'apt-get install redis-tools');
+  const ports = [];
+  while (ports.length < masters) {
+    const p = await freePort();
+    if (!ports.includes(p)) ports.push(p);
+  }
+  const base = path.join(root, '.cache', 'private', `redis-cluster-${ports[0]}`);
+  fs.rmSync(base, { recursive: true, force: true });
+  const nodes = [];
+  const stop = async () => {
+    await Promise.all(nodes.map((n) => n.stop({ signal: 'SIGTERM' })));
+    fs.rmSync(base, { recursive: true, force: true });
+  };
+  try {
+    for (const port of ports) {
+      const dir = path.join(base, String(port));
+      fs.mkdirSync(dir, { recursive: true });
+      nodes.push(await privateServer({
+        name: 'redis-server (cluster)', port, url: `redis://${HOST}:${port}`,
+        command: server,
+        args: ['--bind', HOST, '--port', String(port), '--dir', dir, '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
+          '--cluster-node-timeout', '5000', '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+        ready: () => probeRedis(port), logFile: path.join(dir, 'redis.log'),
+      }));
+    }
+    const created = spawnSync(cli, ['--cluster', 'create', ...ports.map((p) => `${HOST}:${p}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8', timeout: 60_000 });
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed (exit ${created.status}): ${created.stderr || created.stdout}`);
+    const clusterOk = (port) => /cluster_state:ok/.test(spawnSync(cli, ['-h', HOST, '-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 5_000 }).stdout ?? '');
+    await waitFor(() => ports.every(clusterOk), { what: `Redis Cluster on ports ${ports.join(', ')}`, timeoutMs: 60_000 });
+  } catch (e) {
+    await stop().catch(() => undefined);
+    throw e;
+  }
+  return { url: `redis+cluster://${ports.map((p) => `${HOST}:${p}`).join(',')}`, ports, nodes, stop };
 }
 
 /** A private nats-server with JetStream on loopback; streams persist in `storeDir`. */

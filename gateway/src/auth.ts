@@ -124,7 +124,7 @@ export function createTenantAuthenticator(deps: {
     let claims = await verify(token, cred);
     if (!claims) {
       // Perhaps the secret changed since we cached it: re-read when the stamp moved.
-      const current = await redis.redis.get(tenantVersionKey(redis, kid));
+      const current = await redis.redis.get(tenantVersionKey(redis, cred.tenant.id));
       if (current === cred.version) throw unauthenticated("bad signature, expired or issued in the future");
       cred = await credentials.reload(kid);
       claims = cred && (await verify(token, cred));
@@ -160,7 +160,7 @@ export function createTenantAuthenticator(deps: {
       const counted = await limiter.count({
         tenantId,
         windowName: r.windowName,
-        versionKey: tenantVersionKey(redis, kid),
+        versionKey: tenantVersionKey(redis, tenantId),
         version: cred.version,
         suspended: cred.tenant.status !== TenantStatus.ACTIVE,
         weight: r.weight,

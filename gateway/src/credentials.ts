@@ -53,12 +53,26 @@ export function createCredentialStore(deps: { tenancy: Pick<Client<typeof Tenanc
   }
 
   async function load(apiKey: string): Promise<Credential | null> {
-    const vk = tenantVersionKey(redis, apiKey);
+    // The stamp is the tenant's (its key carries the tenant's hash tag, beside the rate windows it
+    // is checked with): a kid's tenant never changes, so a kid seen before names it, and a kid
+    // seen first is looked up once to learn it.
+    let tenantId = known.get(apiKey)?.cred.tenant.id;
+    let first: Omit<Credential, "version"> | null = null;
+    if (tenantId === undefined) {
+      first = await fetch(apiKey);
+      if (!first) return forget(apiKey);
+      tenantId = first.tenant.id;
+    }
+    const vk = tenantVersionKey(redis, tenantId);
     for (let attempt = 0; attempt < 2; attempt++) {
       // The stamp is read before MongoDB: a change after this point moves it.
       const version = await redis.redis.get(vk);
-      const found = await fetch(apiKey);
+      // A missing stamp means no change was ever signalled (a change stamps before it writes), so
+      // the first look-up is as current as a second one would be.
+      const found = version === null && first ? first : await fetch(apiKey);
+      first = null;
       if (!found) return forget(apiKey);
+      if (found.tenant.id !== tenantId) throw internal(new Error(`api key ${apiKey} changed tenant`));
       if (version !== null) return remember(apiKey, { ...found, version });
       // First sight of this tenant: stamp it only now that it exists. If our NX wins, no change
       // was signalled since our read (a signal writes the key) and any later one replaces our

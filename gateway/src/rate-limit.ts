@@ -1,4 +1,4 @@
-import { processMetrics, rateLimited, type FeedsError, type RedisConn } from "@feeds/kit";
+import { processMetrics, rateLimited, redisScript, type FeedsError, type RedisConn } from "@feeds/kit";
 
 // Rate windows of one minute, counted in Redis so that every gateway replica shares them.
 //
@@ -8,8 +8,9 @@ import { processMetrics, rateLimited, type FeedsError, type RedisConn } from "@f
 // token. Then, user tokens first: the user's own window (a share of the tenant's), then the
 // tenant's window, of which user tokens together may fill only their part, so that server tokens
 // always keep the rest. A window that would overflow refuses the request without counting it, so
-// refused requests never spend a window. KEYS: version stamp, tenant window, then for user
-// tokens the revocation stamp and the user window. ARGV: expected version, suspended (1/0),
+// refused requests never spend a window. KEYS (all of the tenant's hash tag, so one script may
+// touch them in a cluster): version stamp, tenant window, then for user tokens the revocation
+// stamp and the user window. ARGV: expected version, suspended (1/0),
 // weight, tenant cap, window TTL, token's iat (ms), user cap.
 const TENANT_SCRIPT = `
 local v = redis.call('GET', KEYS[1]) or ''
@@ -35,18 +36,13 @@ end
 return {0, t, u}
 `;
 
-// Counts one attempt in several windows at once (login: per address and per email).
+// Counts one attempt in one window (its count, and its lifetime when it is new).
 const HIT_SCRIPT = `
-local out = {}
-for i, k in ipairs(KEYS) do
-  local n = redis.call('INCR', k)
-  if n == 1 then redis.call('EXPIRE', k, ARGV[1]) end
-  out[i] = n
-end
-return out
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n
 `;
 
-type ScriptFn = (numKeys: number, ...args: string[]) => Promise<number[]>;
 
 const WINDOW_MS = 60_000;
 const WINDOW_TTL_S = "61";
@@ -90,10 +86,10 @@ const OUTCOMES = ["counted", "stale", "suspended", "revocation-unknown", "revoke
 
 export function createRateLimiter(conn: RedisConn) {
   const { redis } = conn;
-  redis.defineCommand("feedsTenantCount", { lua: TENANT_SCRIPT });
-  redis.defineCommand("feedsHit", { lua: HIT_SCRIPT });
-  const tenantCount = (redis as unknown as { feedsTenantCount: ScriptFn }).feedsTenantCount.bind(redis);
-  const hit = (redis as unknown as { feedsHit: ScriptFn }).feedsHit.bind(redis);
+  const tenantCount = redisScript<number[]>(redis, TENANT_SCRIPT);
+  const hit = redisScript<number>(redis, HIT_SCRIPT);
+  /** A window of a name that is not a tenant's (a client address, an email): its own hash tag. */
+  const windowOf = (kind: string, name: string, window: Window) => conn.taggedKey(name, "rl", kind, String(window.id));
   const refused = processMetrics().rateLimited;
   return {
     /** The 429 of a request over its window's limit, counted by kind (normal, batch, user, login, invite, auth). */
@@ -106,8 +102,8 @@ export function createRateLimiter(conn: RedisConn) {
       const window = currentWindow();
       const w = String(window.id);
       const weight = Math.max(1, Math.min(q.weight, q.tenantCap, q.user?.cap ?? Infinity));
-      const keys = [q.versionKey, conn.key("rl", q.windowName, q.tenantId, w)];
-      if (q.user) keys.push(q.user.revocationKey, conn.key("rl", "user", q.tenantId, q.user.id, w));
+      const keys = [q.versionKey, conn.tenantKey(q.tenantId, "rl", q.windowName, w)];
+      if (q.user) keys.push(q.user.revocationKey, conn.tenantKey(q.tenantId, "rl", "user", q.user.id, w));
       const args = [q.version, q.suspended ? "1" : "0", String(weight), String(q.tenantCap), WINDOW_TTL_S, String(q.user?.iatMs ?? 0), String(q.user?.cap ?? 0)];
       const [code = 0, tenantUsed = 0, userUsed = 0] = await tenantCount(keys.length, ...keys, ...args);
       const outcome = OUTCOMES[code] ?? "stale";
@@ -125,17 +121,20 @@ export function createRateLimiter(conn: RedisConn) {
               : { limit: q.tenantCap, remaining: tenantLeft };
       return { outcome, rate: { ...rate, reset: window.retryAfter }, window };
     },
-    /** Counts one attempt under each of the given names; answers the highest count. */
+    /**
+     * Counts one attempt under each of the given names; answers the highest count. Each name's
+     * window is counted on its own (in a cluster they live in different slots): a window's count
+     * is all a caller compares, and each attempt adds one to each window either way.
+     */
     async hit(kind: string, names: string[]): Promise<{ count: number; window: Window }> {
       const window = currentWindow();
-      const keys = names.map((n) => conn.key("rl", kind, n, String(window.id)));
-      const counts = await hit(keys.length, ...keys, WINDOW_TTL_S);
+      const counts = await Promise.all(names.map((n) => hit(1, windowOf(kind, n, window), WINDOW_TTL_S)));
       return { count: Math.max(...counts), window };
     },
     /** The count of one window without counting (0 when it has none). */
     async peek(kind: string, name: string): Promise<{ count: number; window: Window }> {
       const window = currentWindow();
-      const v = await redis.get(conn.key("rl", kind, name, String(window.id)));
+      const v = await redis.get(windowOf(kind, name, window));
       return { count: Number(v ?? 0), window };
     },
   };

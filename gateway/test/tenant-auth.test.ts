@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { connectRedis, fromRpcError, notFound, tenantVersionKey, toConnectError, type RedisConn } from "@feeds/kit";
 import { GetCredentialResponseSchema, TenantSchema, TenantStatus } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { GetRevocationResponseSchema } from "@feeds/proto/feeds/identity/v1/identity";
+import { dropNamespace } from "@feeds/kit/testing";
 import { createTenantAuthenticator } from "../src/auth.js";
 import { createAuthFailureBudget } from "../src/auth-failures.js";
 import { createRateLimiter } from "../src/rate-limit.js";
@@ -25,8 +26,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 afterAll(async () => {
-  const keys = await conn.redis.keys(`${namespace}:*`);
-  if (keys.length) await conn.redis.del(...keys);
+  await dropNamespace(namespace, { redis: conn.redis });
   await conn.close();
 });
 
@@ -106,12 +106,15 @@ describe("tenant authenticator: unknown kids", () => {
     expect(s.lookups).toHaveLength(2);
   });
 
-  it("stamps a tenant's version only once the tenant is known to exist", async () => {
+  it("stamps a tenant's version only once the tenant is known to exist, under the tenant's tag", async () => {
     const s = system();
-    expect(await keysOf(s.tenant.apiKey)).toEqual([]);
+    const stamp = tenantVersionKey(conn, s.tenant.id);
+    expect(stamp).toBe(`${namespace}:{t:${s.tenant.id}}:ver`);
+    expect(await conn.redis.exists(stamp)).toBe(0);
     expect(await s.outcome(await s.token(s.tenant.apiKey))).toBe("server");
-    expect(await keysOf(s.tenant.apiKey)).toEqual([tenantVersionKey(conn, s.tenant.apiKey)]);
-    expect(await conn.redis.ttl(tenantVersionKey(conn, s.tenant.apiKey))).toBe(-1);
+    expect(await conn.redis.ttl(stamp)).toBe(-1);
+    expect(await keysOf(s.tenant.apiKey)).toEqual([]);
+    // No stamp yet: the look-up that named the tenant is as current as a second one.
     expect(s.lookups).toHaveLength(1);
   });
 });
@@ -124,7 +127,7 @@ describe("tenant authenticator: the version stamp", () => {
     const s = system({
       onLookup: async (apiKey, call) => {
         if (call !== 1) return undefined;
-        await conn.redis.set(tenantVersionKey(conn, apiKey), randomUUID());
+        if (apiKey === s.tenant.apiKey) await conn.redis.set(tenantVersionKey(conn, s.tenant.id), randomUUID());
         return oldSecret;
       },
     });

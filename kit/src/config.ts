@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { requestLimits } from "@feeds/sdk";
 import { parseTrustProxy } from "./trust-proxy.js";
+import { parseRedisUrl } from "./redis-url.js";
 
 // Every setting of the system, parsed once at boot; nothing else reads process.env.
 // Defaults live here, units in the names or comments.
@@ -22,7 +23,12 @@ export const configFields = z.object({
   HOST: z.string().default("127.0.0.1"),
   MONGO_URL: url.default("mongodb://127.0.0.1:27017/"),
   NATS_URL: url.default("nats://127.0.0.1:4222"),
-  REDIS_URL: url.default("redis://127.0.0.1:6379"),
+  // One Redis (redis://, rediss://) or a Redis Cluster by some of its nodes
+  // (redis+cluster://host1:port,host2:port; rediss+cluster:// for TLS): kit/src/redis-url.ts.
+  REDIS_URL: url.default("redis://127.0.0.1:6379").superRefine((v, ctx) => {
+    const parsed = parseRedisUrl(v);
+    if ("error" in parsed) ctx.addIssue({ code: "custom", message: parsed.error });
+  }),
   // Connections per process to MongoDB. Kept modest: seven services and their workers share one
   // store, and the local store bounds the writes it runs at once (docs/storage.md).
   MONGO_POOL_SIZE: z.coerce.number().int().min(1).max(500).default(20),

@@ -1,4 +1,5 @@
 import type { RedisConn } from "./redis.js";
+import { redisScript } from "./redis-script.js";
 
 // A change signal with a count, per tenant, in Redis, for the console's live tables (activities,
 // users, webhook event records): reading it queries nothing while the hash lives. `count` moves
@@ -21,14 +22,10 @@ export interface CountSignal {
   read(tenantId: string, count: () => Promise<number>): Promise<{ count: number; version: number }>;
 }
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
-
 export function createCountSignal(conn: RedisConn, name: "activities" | "users" | "webhook_events"): CountSignal {
-  const key = (tenantId: string) => conn.key("cs", name, tenantId);
-  // A defined command runs by its SHA (EVALSHA), not by sending the script's text with each bump.
-  const command = "feedsCountBump";
-  if (!(command in conn.redis)) conn.redis.defineCommand(command, { lua: BUMP });
-  const bump = (conn.redis as unknown as Record<string, Script>)[command]!.bind(conn.redis);
+  const key = (tenantId: string) => conn.tenantKey(tenantId, "cs", name);
+  // Runs by its SHA (EVALSHA), not by sending the script's text with each bump.
+  const bump = redisScript(conn.redis, BUMP);
   return {
     async bump(tenantId, added) {
       await bump(1, key(tenantId), String(added), String(Date.now())).catch(() => undefined);

@@ -4,6 +4,8 @@ export * from "./errors.js";
 export * from "./mongo.js";
 export * from "./redis.js";
 export * from "./redis-keys.js";
+export * from "./redis-url.js";
+export * from "./redis-script.js";
 export * from "./nats.js";
 export * from "./cursor.js";
 export * from "./rpc.js";

@@ -1,5 +1,6 @@
 import { processMetrics } from "./metrics.js";
 import type { RedisConn } from "./redis.js";
+import { redisScript } from "./redis-script.js";
 
 // A read-through cache of records by id in Redis, for the hot path of feed reads (actor users,
 // objects). MongoDB stays the source of truth and no answer depends on the cache:
@@ -48,8 +49,6 @@ export interface ReadCache<T> {
   invalidate(tenantId: string, ids: string[]): Promise<void>;
 }
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
-
 /** Generations outlive any read by far; a generation that expires reads as a change. */
 const GEN_TTL_SECONDS = 86_400;
 
@@ -76,11 +75,11 @@ export function createReadCache<T>(
   opts: { ttlSeconds: number },
 ): ReadCache<T> {
   const { redis } = conn;
-  const command = "feedsCacheFill";
-  if (!(command in redis)) redis.defineCommand(command, { lua: FILL });
-  const fill = (redis as unknown as Record<string, Script>)[command]!.bind(redis);
-  const valueKey = (t: string, id: string) => conn.key("rc", name, t, id);
-  const genKey = (t: string, id: string) => conn.key("rcg", name, t, id);
+  const fill = redisScript(redis, FILL);
+  // A tenant's values and generations share its hash tag: one fill script, MGET or invalidation
+  // touches several of them (in a cluster, keys of one slot only).
+  const valueKey = (t: string, id: string) => conn.tenantKey(t, "rc", name, id);
+  const genKey = (t: string, id: string) => conn.tenantKey(t, "rcg", name, id);
   const hits = processMetrics().cacheRequests.labels({ cache: name, result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: name, result: "miss" });
 

@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import { MongoClient, type CommandStartedEvent, type Db } from "mongodb";
 import type { JetStreamManager } from "nats";
 import { configFields, type Config } from "./config.js";
 import { createLogger, type Logger } from "./log.js";
 import { connectNats, ensureQueue, type Nats, type QueueName } from "./nats.js";
-import { connectRedis, type RedisConn } from "./redis.js";
+import { connectRedis, type RedisClient, type RedisConn } from "./redis.js";
 
 // Test support (`@feeds/kit/testing`): a namespace of a test's own on the real MongoDB-wire
 // storage, Redis and NATS JetStream (FEEDS_TEST_*_URL, default the local ones), and the teardown
@@ -42,23 +42,19 @@ export type TestEnv<P extends TestEnvParts> = {
 
 /**
  * Removes what `namespace` left in the parts given: drops its database, deletes its Redis keys
- * (`<namespace>:…`) and its streams (`<namespace>_…`, their consumers with them). Every step runs
- * whichever failed before it; the failures are thrown together at the end.
+ * (`<namespace>:…`, on every master of a cluster) and its streams (`<namespace>_…`, their
+ * consumers with them). Every step runs whichever failed before it; the failures are thrown
+ * together at the end.
  */
-export async function dropNamespace(namespace: string, parts: { db?: Db; redis?: Redis; jsm?: JetStreamManager }): Promise<void> {
+export async function dropNamespace(namespace: string, parts: { db?: Db; redis?: RedisClient; jsm?: JetStreamManager }): Promise<void> {
   const failures: unknown[] = [];
   const step = (fn: () => Promise<unknown>) => fn().catch((e: unknown) => void failures.push(e));
   const { db, redis, jsm } = parts;
   if (db) await step(() => db.dropDatabase());
   if (redis) {
-    await step(async () => {
-      let cursor = "0";
-      do {
-        const [next, keys] = await redis.scan(cursor, "MATCH", `${namespace}:*`, "COUNT", 500);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== "0");
-    });
+    // A cluster's keys are spread over its masters, and a SCAN sees one server's only.
+    const masters = redis instanceof Cluster ? redis.nodes("master") : [redis];
+    for (const master of masters) await step(() => dropKeys(master, `${namespace}:*`));
   }
   if (jsm) {
     await step(async () => {
@@ -68,6 +64,17 @@ export async function dropNamespace(namespace: string, parts: { db?: Db; redis?:
     });
   }
   if (failures.length) throw new AggregateError(failures, `namespace ${namespace}: teardown failed`);
+}
+
+/** Deletes the keys of one server that match `pattern` (one DEL per key: in a cluster, a DEL of
+ * several keys must name keys of one slot). */
+async function dropKeys(server: Redis, pattern: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await server.scan(cursor, "MATCH", pattern, "COUNT", 500);
+    cursor = next;
+    if (keys.length) await server.pipeline(keys.map((k) => ["del", k])).exec();
+  } while (cursor !== "0");
 }
 
 /** A namespace `<prefix>_<random>` with the parts asked for, readable once `open()` has run. */

@@ -1,6 +1,6 @@
 import { Redis } from "ioredis";
 import { describe, expect, inject, it } from "vitest";
-import { envelope, http, newTenant } from "../support/api.js";
+import { envelope, http, newTenant, tenantRedisKey } from "../support/api.js";
 import { until } from "../support/until.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -71,7 +71,7 @@ describe("batch import of activities", () => {
     const redis = new Redis(inject("redisUrl"));
     try {
       await until("the import on the idle timeline", async () => ((await ids("timeline/idle")).includes(imported) ? true : undefined), 10_000);
-      const exists = async (feed: string) => redis.exists(`${inject("namespace")}:fv:${t.id}:${feed}`);
+      const exists = async (feed: string) => redis.exists(tenantRedisKey(t.id, "fv", feed));
       expect([await exists("timeline:quiet"), await exists("timeline:idle"), await exists("user:v")]).toEqual([0, 0, 0]);
       expect([await exists("timeline:watch"), await exists("user:w")]).toEqual([1, 1]);
     } finally {
@@ -117,7 +117,7 @@ describe("batch import of activities", () => {
     // No live head keys for batch writes (reads may rebuild heads; check before reading the origin).
     const redis = new Redis(inject("redisUrl"));
     try {
-      const keys = await redis.keys(`${inject("namespace")}:head:${t.id}:user:author`);
+      const keys = await redis.keys(tenantRedisKey(t.id, "head", "user:author"));
       expect(keys).toEqual([]);
     } finally {
       redis.disconnect();

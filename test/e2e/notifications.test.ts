@@ -520,7 +520,7 @@ describe("the change signal", () => {
         const r = await signal(alice);
         return r.body.unseen === 2 ? r : undefined;
       }, 20_000);
-      const copy = `${inject("namespace")}:ncounts:${t.id}:alice`;
+      const copy = `${inject("namespace")}:{t:${t.id}}:ncounts:alice`;
       await redis.hset(copy, "unseen", "999");
       expect((await signal(alice)).body).toEqual({ unseen: 999, unread: 2, version: s.body.version });
       await redis.del(copy);

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { inject } from "vitest";
 import { HttpClient, createServerToken, createUserToken } from "@feeds/sdk";
+import { connectRedis, type RedisConn } from "@feeds/kit";
 
 export const baseUrl = () => inject("baseUrl");
 
@@ -72,15 +73,21 @@ const sessions = new Map<string, string>();
  * namespace (dropped with it): logins are limited to 10 per minute per email, and each file is a
  * module of its own, so one login per file would exceed that once enough files run in a minute.
  */
-async function sharedSession<T>(key: string, use: (redis: Redis, redisKey: string) => Promise<T>): Promise<T> {
-  const redis = new Redis(inject("redisUrl"), { lazyConnect: true, maxRetriesPerRequest: 2 });
+async function sharedSession<T>(key: string, use: (redis: RedisConn["redis"], redisKey: string) => Promise<T>): Promise<T> {
+  const conn = await systemRedis();
   try {
-    await redis.connect();
-    return await use(redis, `${inject("namespace")}:test:staff-session:${createHash("sha256").update(key).digest("hex").slice(0, 16)}`);
+    return await use(conn.redis, conn.key("test", "staff-session", createHash("sha256").update(key).digest("hex").slice(0, 16)));
   } finally {
-    redis.disconnect();
+    await conn.close();
   }
 }
+
+/** The run's Redis as the system connects to it (a cluster too), in the run's namespace. */
+export const systemRedis = (): Promise<RedisConn> => connectRedis({ REDIS_URL: inject("redisUrl"), FEEDS_NAMESPACE: inject("namespace") });
+
+/** A key of a tenant's data in the run's namespace, as the system names it (its hash tag first:
+ * kit's `RedisConn.tenantKey`). */
+export const tenantRedisKey = (tenantId: string, ...parts: string[]) => `${inject("namespace")}:{t:${tenantId}}:${parts.join(":")}`;
 
 /** A session of the bootstrap staff operator (one login per system for the whole run). */
 export async function staffToken(url?: string): Promise<string> {

@@ -27,10 +27,12 @@ declare module "vitest" {
   }
 }
 
-/** One running system for the end-to-end files, in a namespace of its own. */
-export async function startForProject(project: TestProject, split: boolean, workers = false) {
-  const infra = await testInfra();
-  const namespace = newNamespace(split ? "split" : "e2e");
+/** One running system for the end-to-end files, in a namespace of its own; `redisUrl`: on that
+ * Redis instead of the shared one. */
+export async function startForProject(project: TestProject, split: boolean, workers = false, opts: { redisUrl?: string; prefix?: string } = {}) {
+  const shared = await testInfra();
+  const infra = opts.redisUrl ? { ...shared, redisUrl: opts.redisUrl, env: { ...shared.env, REDIS_URL: opts.redisUrl } } : shared;
+  const namespace = newNamespace(opts.prefix ?? (split ? "split" : "e2e"));
   const staffEmail = `staff@${namespace.replace(/_/g, "-")}.test`;
   const staffPassword = randomBytes(16).toString("base64url");
   const system = await startSystem({

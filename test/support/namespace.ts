@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
-import { Redis } from "ioredis";
 import { connect } from "nats";
+import { connectRedis } from "@feeds/kit";
 import { dropNamespace as dropParts } from "@feeds/kit/testing";
 
 export interface InfraUrls {
@@ -17,12 +17,12 @@ export const newNamespace = (prefix = "t") => `${prefix}_${Date.now().toString(3
 export async function dropNamespace(ns: string, urls: InfraUrls): Promise<void> {
   const mongo = new MongoClient(urls.mongoUrl, { serverSelectionTimeoutMS: 3000 });
   const nc = await connect({ servers: urls.natsUrl });
-  const redis = new Redis(urls.redisUrl);
+  const redis = await connectRedis({ REDIS_URL: urls.redisUrl, FEEDS_NAMESPACE: ns });
   try {
-    await dropParts(ns, { db: mongo.db(ns), redis, jsm: await nc.jetstreamManager() });
+    await dropParts(ns, { db: mongo.db(ns), redis: redis.redis, jsm: await nc.jetstreamManager() });
   } finally {
     await mongo.close();
     await nc.drain();
-    redis.disconnect();
+    await redis.close();
   }
 }

@@ -1,4 +1,4 @@
-import { processMetrics, type RedisConn } from "@feeds/kit";
+import { processMetrics, redisScript, type RedisConn } from "@feeds/kit";
 import { plain, type ActivityDoc } from "./activity-repository.js";
 
 // Activities by id in Redis, each with its version. A write replaces an entry only with a newer
@@ -33,8 +33,6 @@ export interface CacheEntry {
   ttl: string;
 }
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
-
 interface Cached extends Omit<ActivityDoc, "time" | "edited_at" | "deleted_at" | "created_at" | "outbox" | "outbox_pending"> {
   time: number;
   edited_at: number | null;
@@ -60,9 +58,8 @@ const thaw = (c: Cached): ActivityDoc => ({
 
 export function createActivityCache(conn: RedisConn) {
   const { redis } = conn;
-  redis.defineCommand("feedsActPut", { lua: PUT });
-  const put = (redis as unknown as { feedsActPut: Script }).feedsActPut.bind(redis);
-  const key = (t: string, id: string) => conn.key("act", t, id);
+  const put = redisScript(redis, PUT);
+  const key = (t: string, id: string) => conn.tenantKey(t, "act", id);
   const entry = (d: ActivityDoc): CacheEntry => ({ key: key(d.tenant_id, d._id), version: String(d.version), value: JSON.stringify(freeze(d)), ttl: String(TTL_SECONDS) });
   const hits = processMetrics().cacheRequests.labels({ cache: "activity", result: "hit" });
   const misses = processMetrics().cacheRequests.labels({ cache: "activity", result: "miss" });
@@ -82,13 +79,22 @@ export function createActivityCache(conn: RedisConn) {
       misses.inc(ids.length - out.size);
       return out;
     },
-    /** Stores each document unless a newer version is cached already. */
+    /** Stores each document unless a newer version is cached already (one call per tenant: a
+     * script touches keys of one hash tag). */
     async putMany(docs: ActivityDoc[]): Promise<void> {
-      if (!docs.length) return;
-      const first = docs[0] as ActivityDoc;
-      const ks = docs.map((d) => key(d.tenant_id ?? first.tenant_id, d._id));
-      const args = docs.flatMap((d) => [String(d.version), JSON.stringify(freeze(d))]);
-      await put(ks.length, ...ks, ...args, String(TTL_SECONDS));
+      const byTenant = new Map<string, ActivityDoc[]>();
+      for (const d of docs) {
+        const list = byTenant.get(d.tenant_id);
+        if (list) list.push(d);
+        else byTenant.set(d.tenant_id, [d]);
+      }
+      await Promise.all(
+        [...byTenant].map(([tenantId, ds]) => {
+          const ks = ds.map((d) => key(tenantId, d._id));
+          const args = ds.flatMap((d) => [String(d.version), JSON.stringify(freeze(d))]);
+          return put(ks.length, ...ks, ...args, String(TTL_SECONDS));
+        }),
+      );
     },
   };
 }

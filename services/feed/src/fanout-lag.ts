@@ -1,4 +1,4 @@
-import { observeFanoutLag, processMetrics, type Logger, type RedisConn } from "@feeds/kit";
+import { observeFanoutLag, processMetrics, redisScript, type Logger, type RedisConn } from "@feeds/kit";
 
 // Fan-out lag: seconds from the write's acknowledgement (the activity's created_at) to its last
 // chunk written. A fan-out of one chunk ends in its activity task. A shared one ends with
@@ -21,17 +21,14 @@ return 0
 `;
 const TALLY_TTL_SECONDS = 3600;
 
-type Script = (numKeys: number, ...args: string[]) => Promise<number>;
-
 export function createFanoutLag(conn: RedisConn, log: Logger) {
   const { redis } = conn;
-  redis.defineCommand("feedsFanoutTally", { lua: TALLY });
-  const tally = (redis as unknown as { feedsFanoutTally: Script }).feedsFanoutTally.bind(redis);
+  const tally = redisScript<number>(redis, TALLY);
   const metrics = processMetrics();
   const observe = (tenantId: string, ackedAt: Date) => observeFanoutLag(metrics, tenantId, (Date.now() - ackedAt.getTime()) / 1000);
 
   async function count(tenantId: string, activityId: string, ackedAt: Date, mode: "total" | "chunk", value: string) {
-    const keys = ["total", "done", "seen"].map((k) => conn.key("fanlag", k, tenantId, activityId));
+    const keys = ["total", "done", "seen"].map((k) => conn.tenantKey(tenantId, "fanlag", k, activityId));
     try {
       if ((await tally(3, ...keys, String(TALLY_TTL_SECONDS), mode, value)) === 1) observe(tenantId, ackedAt);
     } catch (err) {

@@ -1,4 +1,4 @@
-import { processMetrics, type RedisConn } from "@feeds/kit";
+import { processMetrics, redisScript, type RedisConn, type RedisScript } from "@feeds/kit";
 import { BUMP_ONE, signalKey } from "./signals.js";
 import { PUT_ONE, type CacheEntry } from "./activity-cache.js";
 
@@ -79,7 +79,6 @@ if redis.call('EXISTS', head) == 1 then redis.call('EXPIRE', head, ttl) end
 return 1
 `;
 
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
 export interface HeadEntry {
   id: string;
@@ -88,17 +87,15 @@ export interface HeadEntry {
 
 export function createHeads(conn: RedisConn) {
   const { redis } = conn;
-  redis.defineCommand("feedsHeadAdd", { lua: ADD });
-  redis.defineCommand("feedsHeadRebuild", { lua: REBUILD });
-  redis.defineCommand("feedsHeadAddBump", { lua: ADD_AND_BUMP });
-  redis.defineCommand("feedsHeadAddExisting", { lua: ADD_EXISTING });
-  const add = (redis as unknown as { feedsHeadAdd: Script }).feedsHeadAdd.bind(redis);
-  const rebuild = (redis as unknown as { feedsHeadRebuild: Script }).feedsHeadRebuild.bind(redis);
-  const addBump = (redis as unknown as { feedsHeadAddBump: Script }).feedsHeadAddBump.bind(redis);
-  const addExisting = (redis as unknown as { feedsHeadAddExisting: Script }).feedsHeadAddExisting.bind(redis);
-  const keys = (t: string, feed: string) => [conn.key("head", t, feed), conn.key("headp", t, feed), conn.key("headc", t, feed)] as const;
+  const add = redisScript(redis, ADD);
+  const rebuild = redisScript(redis, REBUILD);
+  const addBump = redisScript(redis, ADD_AND_BUMP);
+  const addExisting = redisScript(redis, ADD_EXISTING);
+  // A tenant's heads, signals and cached activities share its hash tag: one script adds an entry
+  // to up to 200 of its feeds, or to a head, its signal and the activity cache together.
+  const keys = (t: string, feed: string) => [conn.tenantKey(t, "head", feed), conn.tenantKey(t, "headp", feed), conn.tenantKey(t, "headc", feed)] as const;
   /** `script` (ADD or ADD_EXISTING) over `feeds`, 200 feeds a call. */
-  async function perBatch(script: Script, tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
+  async function perBatch(script: RedisScript, tenantId: string, feeds: string[], entry: HeadEntry): Promise<void> {
     for (let i = 0; i < feeds.length; i += 200) {
       const ks = feeds.slice(i, i + 200).flatMap((f) => keys(tenantId, f));
       await script(ks.length, ...ks, String(HEAD_CAP), String(TTL_SECONDS), String(entry.timeMs), entry.id);

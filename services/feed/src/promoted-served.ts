@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { RedisConn } from "@feeds/kit";
+import { redisScript, type RedisConn } from "@feeds/kit";
 
 // served_count without a database write per read: a first-page read adds one per delivered
 // record to a Redis hash of its tenant (one script call), and folders turn the hash into MongoDB
@@ -8,19 +8,21 @@ import type { RedisConn } from "@feeds/kit";
 // remembers the snapshot's id), and only then deletes the snapshot; a folder that dies anywhere
 // is finished by the next one without counting twice (see `fold` in promoted-repository.ts).
 // A deleted snapshot's id is remembered in `folded` until the records may forget it.
+// A tenant's keys share its hash tag (one script touches several); the set of tenants with
+// something pending is no tenant's, and is written beside the scripts, in an order that never
+// leaves a tenant with deliveries out of it once both writes are done (see `count` and `settle`).
 
-// KEYS: hash, tenants set. ARGV: tenant, ids...
+// KEYS: hash. ARGV: ids...
 const COUNT = `
-for i = 2, #ARGV do redis.call('HINCRBY', KEYS[1], ARGV[i], 1) end
-redis.call('SADD', KEYS[2], ARGV[1])
+for i = 1, #ARGV do redis.call('HINCRBY', KEYS[1], ARGV[i], 1) end
 return 1
 `;
 
-// KEYS: hash, snapshots set. ARGV: new snapshot key. Answers every snapshot waiting to be folded.
+// KEYS: hash, snapshots set, new snapshot. Answers every snapshot waiting to be folded.
 const SNAPSHOT = `
 if redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RENAME', KEYS[1], ARGV[1])
-  redis.call('SADD', KEYS[2], ARGV[1])
+  redis.call('RENAME', KEYS[1], KEYS[3])
+  redis.call('SADD', KEYS[2], KEYS[3])
 end
 return redis.call('SMEMBERS', KEYS[2])
 `;
@@ -33,53 +35,43 @@ if redis.call('SREM', KEYS[2], ARGV[1]) == 1 then redis.call('ZADD', KEYS[3], AR
 return 1
 `;
 
-// KEYS: hash, snapshots set, folded, tenants set. ARGV: tenant. The tenant leaves the set only
-// when nothing of it is left to fold or forget (a delivery racing this re-adds it in the same
-// script as its count).
+// KEYS: hash, snapshots set, folded. Whether nothing of the tenant is left to fold or forget.
 const SETTLED = `
 if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('SCARD', KEYS[2]) == 0 and redis.call('ZCARD', KEYS[3]) == 0 then
-  redis.call('SREM', KEYS[4], ARGV[1])
   return 1
 end
 return 0
 `;
-
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
 /** The id a snapshot's increments are remembered by in the records it counted. */
 export const snapshotIdOf = (snapshotKey: string) => snapshotKey.slice(snapshotKey.lastIndexOf(":") + 1);
 
 export function createServedCounter(conn: RedisConn) {
   const { redis } = conn;
-  for (const [name, lua] of [
-    ["feedsPromotedCount", COUNT],
-    ["feedsPromotedSnapshot", SNAPSHOT],
-    ["feedsPromotedDrop", DROP],
-    ["feedsPromotedSettled", SETTLED],
-  ] as const) {
-    if (!(name in redis)) redis.defineCommand(name, { lua });
-  }
-  const script = (name: string) => (redis as unknown as Record<string, Script>)[name]!.bind(redis);
-  const [count, snapshot, drop, settled] = [
-    script("feedsPromotedCount"),
-    script("feedsPromotedSnapshot"),
-    script("feedsPromotedDrop"),
-    script("feedsPromotedSettled"),
-  ];
-  const hash = (t: string) => conn.key("promo", "served", t);
-  const snaps = (t: string) => conn.key("promo", "snaps", t);
-  const folded = (t: string) => conn.key("promo", "folded", t);
+  const count = redisScript(redis, COUNT);
+  const snapshot = redisScript(redis, SNAPSHOT);
+  const drop = redisScript(redis, DROP);
+  const settled = redisScript(redis, SETTLED);
+  const hash = (t: string) => conn.tenantKey(t, "promo", "served");
+  const snaps = (t: string) => conn.tenantKey(t, "promo", "snaps");
+  const folded = (t: string) => conn.tenantKey(t, "promo", "folded");
   const tenants = conn.key("promo", "tenants");
 
   return {
-    /** One delivery of each of `ids` (one round trip; the read fails if Redis does). */
+    /**
+     * One delivery of each of `ids` (the read fails if Redis does), then the tenant marked
+     * pending: after its count, so that a settle that removed the mark before it either saw the
+     * count or is followed by this mark.
+     */
     async count(tenantId: string, ids: string[]): Promise<void> {
-      if (ids.length) await count(2, hash(tenantId), tenants, tenantId, ...ids);
+      if (!ids.length) return;
+      await count(1, hash(tenantId), ...ids);
+      await redis.sadd(tenants, tenantId);
     },
 
     /** Moves the tenant's deliveries so far into a snapshot; answers every snapshot to fold. */
     async snapshots(tenantId: string): Promise<string[]> {
-      return (await snapshot(2, hash(tenantId), snaps(tenantId), conn.key("promo", "snap", tenantId, randomUUID()))) as string[];
+      return (await snapshot(3, hash(tenantId), snaps(tenantId), conn.tenantKey(tenantId, "promo", "snap", randomUUID()))) as string[];
     },
 
     /** The deliveries of a snapshot: record id → count (empty once it is dropped). */
@@ -105,9 +97,20 @@ export function createServedCounter(conn: RedisConn) {
     /** Tenants with deliveries not folded (or snapshots not forgotten) yet, also those of a process that died. */
     pendingTenants: () => redis.smembers(tenants),
 
-    /** Forgets the tenant as pending when nothing of it is left; answers whether it did. */
+    /**
+     * Forgets the tenant as pending when nothing of it is left; answers whether it did. The mark
+     * goes first and comes back when something is left: a count whose mark this removed counted
+     * before the check, which sees it (or its fold) and marks the tenant again.
+     */
     async settle(tenantId: string): Promise<boolean> {
-      return (await settled(4, hash(tenantId), snaps(tenantId), folded(tenantId), tenants, tenantId)) === 1;
+      await redis.srem(tenants, tenantId);
+      let empty = false;
+      try {
+        empty = (await settled(3, hash(tenantId), snaps(tenantId), folded(tenantId))) === 1;
+      } finally {
+        if (!empty) await redis.sadd(tenants, tenantId);
+      }
+      return empty;
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { RedisConn } from "@feeds/kit";
+import { redisScript, type RedisConn } from "@feeds/kit";
 
 // Each feed's change signal: a version in Redis that only moves forward. A bump sets it to
 // max(old + 1, now in ms), so a Redis that lost its data never hands out an old version again.
@@ -30,13 +30,10 @@ for _, k in ipairs(KEYS) do bump(k, now) end
 return 1
 `;
 
-export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => conn.key("fv", tenantId, feed);
-
-type BumpFn = (numKeys: number, ...args: string[]) => Promise<number>;
+export const signalKey = (conn: RedisConn, tenantId: string, feed: string) => conn.tenantKey(tenantId, "fv", feed);
 
 export function createSignals(conn: RedisConn) {
-  conn.redis.defineCommand("feedsBump", { lua: BUMP });
-  const bump = (conn.redis as unknown as { feedsBump: BumpFn }).feedsBump.bind(conn.redis);
+  const bump = redisScript<number>(conn.redis, BUMP);
   const key = (tenantId: string, feed: string) => signalKey(conn, tenantId, feed);
   return {
     /** Moves the version of every named feed forward (those someone has read; see above). */

@@ -331,8 +331,8 @@ describe.skipIf(!reachable)("promoted activities on real storage", () => {
     expect(count).toBe(4);
     // A folder that applied a snapshot's counts and died before dropping it: the records name
     // the snapshot, so the next fold drops it without counting it again.
-    const snapshot = `${db.databaseName}:promo:snap:${t}:dead`;
-    await redis.redis.multi().hset(snapshot, a.id, "3").sadd(`${db.databaseName}:promo:snaps:${t}`, snapshot).exec();
+    const snapshot = redis.tenantKey(t, "promo", "snap", "dead");
+    await redis.redis.multi().hset(snapshot, a.id, "3").sadd(redis.tenantKey(t, "promo", "snaps"), snapshot).exec();
     await sys.repo.applySnapshot(t, snapshotIdOf(snapshot), new Map([[a.id, 3]]));
     const [listed] = await listAll(sys.client, t);
     expect(listed?.servedCount).toBe(7n);

@@ -58,7 +58,7 @@ describe("follower sets", () => {
     expect((await all(sets, "user:star")).feeds).toEqual(star);
     expect(reads).toBe(2);
     // What the first pass stored is "not here", not the set.
-    const stored = await env.redis.redis.get(env.redis.key("rc", "followers", tenant, "user:star"));
+    const stored = await env.redis.redis.get(env.redis.tenantKey(tenant, "rc", "followers", "user:star"));
     expect(stored).toBe("{}");
   });
 

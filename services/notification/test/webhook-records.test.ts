@@ -140,7 +140,7 @@ describe("webhook records", () => {
     await write();
     const s = await records.signal(tenant);
     expect(s.count).toBe(2);
-    await env.redis.redis.del(env.redis.key("cs", "webhook_events", tenant));
+    await env.redis.redis.del(env.redis.tenantKey(tenant, "cs", "webhook_events"));
     const rebuilt = await records.signal(tenant);
     expect(rebuilt.count).toBe(2);
     expect(rebuilt.version).toBeGreaterThanOrEqual(s.version);

@@ -5,7 +5,7 @@ import type { CredentialChange, TenantDoc, TenantRepository } from "./tenant-rep
 export interface CredentialChangeDeps {
   tenants: Pick<TenantRepository, "byId" | "change" | "undo">;
   /** Tells every gateway replica that a tenant's credential or status changed (Redis). */
-  signalChange: (apiKey: string) => Promise<void>;
+  signalChange: (tenantId: string) => Promise<void>;
   log: Logger;
 }
 
@@ -32,13 +32,13 @@ export function createCredentialChanges(deps: CredentialChangeDeps) {
   async function attempt(id: string, change: CredentialChange): Promise<TenantDoc | null> {
     const before = await tenants.byId(id);
     if (!before) throw notFound("tenant not found");
-    await signalChange(before.api_key);
+    await signalChange(id);
     const changeId = randomUUID();
     let after: TenantDoc | null = null;
     try {
       after = await tenants.change(id, change, changeId, before.change_id ?? null);
       if (!after) return null;
-      await signalChange(after.api_key);
+      await signalChange(id);
       return after;
     } catch (err) {
       // The write may have landed even when its answer was lost: undo it all the same.
@@ -53,7 +53,7 @@ export function createCredentialChanges(deps: CredentialChangeDeps) {
         throw internal(err);
       }
       // Undone, or never stored (or replaced by a later change): ours is not stored.
-      if (undone) await signalChange(before.api_key).catch(() => undefined);
+      if (undone) await signalChange(id).catch(() => undefined);
       throw internal(err);
     }
   }

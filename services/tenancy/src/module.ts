@@ -17,8 +17,8 @@ export async function createTenancyModule(deps: {
   const changes = createCredentialChanges({
     tenants,
     log: deps.log,
-    signalChange: async (apiKey) => {
-      await deps.redis.redis.set(tenantVersionKey(deps.redis, apiKey), randomUUID());
+    signalChange: async (tenantId) => {
+      await deps.redis.redis.set(tenantVersionKey(deps.redis, tenantId), randomUUID());
     },
   });
   const impl = createTenancyService({ tenants, masterKey: deps.masterKey, changes });

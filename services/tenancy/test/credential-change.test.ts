@@ -105,11 +105,11 @@ describe("credential changes when Redis fails", () => {
   it("Redis up: rotation answers the new secret, stores it, and moves the version stamp", async () => {
     const t = await newTenant();
     const { redis } = env;
-    const stamp = await redis.redis.get(tenantVersionKey(redis, t.apiKey));
+    const stamp = await redis.redis.get(tenantVersionKey(redis, t.id));
     const res = await client.rotateSecret({ id: t.id });
     expect(res.apiSecret).not.toBe(t.secret);
     expect(secretOf(await row(t.id))).toBe(res.apiSecret);
-    expect(await redis.redis.get(tenantVersionKey(redis, t.apiKey))).not.toBe(stamp);
+    expect(await redis.redis.get(tenantVersionKey(redis, t.id))).not.toBe(stamp);
   });
 
   it("a rotation that can be neither signalled nor undone answers the secret it stored", async () => {

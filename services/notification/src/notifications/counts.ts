@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { APPLIED_FIELD, isDuplicateKey, type Logger, type OutboxFields, type OutboxTarget, type PendingChange, type RedisConn } from "@feeds/kit";
+import { APPLIED_FIELD, isDuplicateKey, redisScript, type Logger, type OutboxFields, type OutboxTarget, type PendingChange, type RedisConn } from "@feeds/kit";
 
 // Each owner's unseen and unread counts live in one document, moved by increments, never
 // recounted: a notification's insert carries its pending change (+1 unseen, +1 unread) and the
@@ -63,13 +63,11 @@ redis.call('HSET', KEYS[1], 'v', ARGV[1], 'unseen', ARGV[2], 'unread', ARGV[3])
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 return 1
 `;
-type Script = (numKeys: number, ...args: string[]) => Promise<unknown>;
 
 export function createCountsRepository(db: Db, redis: RedisConn, log: Logger) {
   const counts: Collection<CountsDoc> = db.collection<CountsDoc>(COUNTS);
-  if (!("feedsNotifyCopy" in redis.redis)) redis.redis.defineCommand("feedsNotifyCopy", { lua: COPY });
-  const copyScript = (redis.redis as unknown as Record<string, Script>).feedsNotifyCopy!.bind(redis.redis);
-  const copyKey = (tenantId: string, owner: string) => redis.key("ncounts", tenantId, owner);
+  const copyScript = redisScript(redis.redis, COPY);
+  const copyKey = (tenantId: string, owner: string) => redis.tenantKey(tenantId, "ncounts", owner);
   /** The document's counts to Redis (best effort: a failure leaves the copy a version behind). */
   async function copy(tenantId: string, owner: string, c: Counts & { version: number }): Promise<void> {
     await copyScript(1, copyKey(tenantId, owner), String(c.version), String(c.unseen), String(c.unread), String(COPY_TTL_SECONDS)).catch((err: unknown) =>

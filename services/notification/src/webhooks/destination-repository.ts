@@ -112,7 +112,7 @@ export function createDestinationRepository(db: Db, redis: RedisConn, box: Secre
   // The delivery worker's destinations, kept in this process and trusted while the tenant's
   // destination generation in Redis is the one they were read under (every create and delete
   // moves it) and they are younger than LOCAL_MAX_AGE_MS (a writer that died before moving it).
-  const generation = (tenantId: string) => redis.key("whdestgen", tenantId);
+  const generation = (tenantId: string) => redis.tenantKey(tenantId, "whdestgen");
   const local = new Map<string, { target: DeliveryTarget | null; gen: string; at: number }>();
   const changed = async (tenantId: string) => {
     await redis.redis.incr(generation(tenantId));

@@ -1,7 +1,7 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
 import type { Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
-import type { Nats, QueueName } from "./nats.js";
+import { isNotFound, type Nats, type QueueName } from "./nats.js";
 import { BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
 // One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
@@ -119,7 +119,8 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     let info;
     try {
       info = await nats.jsm.consumers.info(stream, durable);
-    } catch {
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
       await nats.jsm.consumers.add(stream, {
         durable_name: durable,
         ack_policy: AckPolicy.Explicit,
@@ -128,11 +129,16 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         ...(o.maxAckPending ? { max_ack_pending: o.maxAckPending } : {}),
         ack_wait: ackWait,
         filter_subject: nats.subject(queue, o.subject),
+        num_replicas: nats.replicas,
       });
       return;
     }
-    // A consumer made by an older release keeps its ack wait unless told otherwise.
-    if (info.config.ack_wait !== ackWait) await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait });
+    // A consumer made by an older release, or under another NATS_REPLICAS, keeps its ack wait and
+    // replica count unless told otherwise (0: made without a count, which on a one-replica stream is 1).
+    const replicas = info.config.num_replicas || 1;
+    if (info.config.ack_wait !== ackWait || replicas !== nats.replicas) {
+      await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait, num_replicas: nats.replicas });
+    }
   }
 
   /** Tasks of one consumer loop: all still running, and how many of them count toward `concurrency`. */

@@ -25,6 +25,22 @@ export interface RedisCluster {
 }
 export declare function startRedisCluster(opts?: { masters?: number }): Promise<RedisCluster>;
 export declare function startPrivateNats(opts?: { port?: number; storeDir?: string }): Promise<PrivateServer>;
+export interface NatsClusterNode extends PrivateServer {
+  /** Its server name: what JetStream reports as a stream's `cluster.leader`. */
+  name: string;
+}
+export interface NatsCluster {
+  urls: string[];
+  /** Every node's client URL, comma-separated (as NATS_URL takes them). */
+  url: string;
+  nodes: NatsClusterNode[];
+  node(name: string): NatsClusterNode | undefined;
+  /** The server name of JetStream's meta leader, or null while there is none. */
+  metaLeader(): Promise<string | null>;
+  /** Stops every node and removes their stores. */
+  stop(): Promise<void>;
+}
+export declare function startNatsCluster(opts?: { size?: number; clusterName?: string; dir?: string }): Promise<NatsCluster>;
 export declare function startPrivateFerretdb(opts?: {
   port?: number;
   dir?: string;

@@ -25,7 +25,8 @@
 //
 // Fault tests: startPrivateRedis / startPrivateNats / startPrivateFerretdb each return
 // { url, port, pid, stop(), start() } for a server of their own on a free (or given) port;
-// startRedisCluster a Redis Cluster of its own ({ url, ports, nodes, stop() }). Under
+// startRedisCluster a Redis Cluster of its own ({ url, ports, nodes, stop() }),
+// startNatsCluster a NATS cluster of its own (three nodes with JetStream, each stoppable). Under
 // TEST_INFRA=containers each is a container instead (scripts/lib/containers.mjs; MongoDB 7 for
 // startPrivateFerretdb) behind the same handle, and `pid` is null.
 
@@ -696,6 +697,66 @@ export async function startPrivateNats({ port, storeDir, root = DEFAULT_ROOT } =
     args: ['-js', '-a', HOST, '-p', String(port), '-sd', storeDir],
     ready: async () => (await probeNats(port)) !== null, logFile: path.join(storeDir, 'nats-server.log'),
   });
+}
+
+/**
+ * A private NATS cluster of `size` servers with JetStream on loopback (always local processes:
+ * nats-server must be installed, also under TEST_INFRA=containers). Each node has a client port,
+ * a route port and a monitoring port of its own, and server name `<clusterName>-<i>` (how
+ * JetStream names a stream's leader); every node routes to every other. Resolves once every node
+ * answers and JetStream has a meta leader. Returns { urls, url (all client URLs comma-separated,
+ * as NATS_URL takes them), nodes: [{ name, url, port, pid, running, stop(), start() }],
+ * node(name), metaLeader(), stop() } where stop() ends every node and removes their stores.
+ */
+export async function startNatsCluster({ size = 3, clusterName = 'feeds-test', dir, root = DEFAULT_ROOT } = {}) {
+  const command = need('nats-server', 'apt-get install nats-server');
+  const ports = [];
+  for (let i = 0; i < size; i++) ports.push({ client: await freePort(), route: await freePort(), monitor: await freePort() });
+  dir = path.resolve(dir ?? path.join(root, '.cache', 'private', `nats-cluster-${ports[0].client}`));
+  const routes = ports.map((p) => `nats://${HOST}:${p.route}`).join(',');
+  const jsz = async (monitor) => {
+    try {
+      const res = await fetch(`http://${HOST}:${monitor}/jsz`, { signal: AbortSignal.timeout(1000) });
+      return res.ok ? await res.json() : null;
+    } catch { return null; }
+  };
+  const metaLeader = async () => {
+    for (const p of ports) {
+      const leader = (await jsz(p.monitor))?.meta_cluster?.leader;
+      if (leader) return leader;
+    }
+    return null;
+  };
+  const nodes = await Promise.all(ports.map(async (p, i) => {
+    const name = `${clusterName}-${i}`;
+    const storeDir = path.join(dir, name);
+    fs.mkdirSync(storeDir, { recursive: true });
+    const handle = await privateServer({
+      name: `nats-server ${name}`, port: p.client, url: `nats://${HOST}:${p.client}`, command,
+      args: ['-js', '-a', HOST, '-p', String(p.client), '-m', String(p.monitor), '-n', name, '-sd', storeDir,
+        '--cluster_name', clusterName, '--cluster', `nats://${HOST}:${p.route}`, '--routes', routes],
+      ready: async () => (await probeNats(p.client)) !== null, logFile: path.join(storeDir, 'nats-server.log'),
+    });
+    return Object.assign(handle, { name });
+  }));
+  const cluster = {
+    urls: nodes.map((n) => n.url),
+    url: nodes.map((n) => n.url).join(','),
+    nodes,
+    node: (name) => nodes.find((n) => n.name === name),
+    metaLeader,
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    await waitFor(metaLeader, { what: `a JetStream meta leader in the ${size}-node NATS cluster`, timeoutMs: 60_000 });
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+  return cluster;
 }
 
 /**

@@ -22,7 +22,13 @@ export const configFields = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default("127.0.0.1"),
   MONGO_URL: url.default("mongodb://127.0.0.1:27017/"),
+  // One server or several, comma-separated (the members of a NATS cluster): the client tries them
+  // in turn and learns the cluster's other members from the one it reaches.
   NATS_URL: url.default("nats://127.0.0.1:4222"),
+  // Replicas of every JetStream stream and consumer the system creates (docs/nats.md): 1 on a
+  // single server, 3 (or 5) on a cluster so that a queue survives losing a server. A stream or
+  // consumer that exists with another count is updated to this one at start-up.
+  NATS_REPLICAS: z.coerce.number().int().min(1).max(5).default(1),
   // One Redis (redis://, rediss://) or a Redis Cluster by some of its nodes
   // (redis+cluster://host1:port,host2:port; rediss+cluster:// for TLS): kit/src/redis-url.ts.
   REDIS_URL: url.default("redis://127.0.0.1:6379").superRefine((v, ctx) => {

@@ -12,6 +12,8 @@ export interface Nats {
   nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
+  /** Replicas of every stream and consumer this process creates (NATS_REPLICAS). */
+  replicas: number;
   /** Namespaced subject or stream name. */
   subject(...parts: string[]): string;
   stream(name: string): string;
@@ -23,9 +25,19 @@ export interface Nats {
 export const queueNames = ["fanout", "notify", "webhooks"] as const;
 export type QueueName = (typeof queueNames)[number];
 
-export async function connectNats(config: Pick<Config, "NATS_URL" | "FEEDS_NAMESPACE">, name: string): Promise<Nats> {
+/** The servers of NATS_URL: one URL, or several comma-separated (the members of a cluster). */
+export const natsServers = (url: string): string[] =>
+  url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+
+export async function connectNats(
+  config: Pick<Config, "NATS_URL" | "FEEDS_NAMESPACE"> & Partial<Pick<Config, "NATS_REPLICAS">>,
+  name: string,
+): Promise<Nats> {
   const nc = await connect({
-    servers: config.NATS_URL,
+    servers: natsServers(config.NATS_URL),
     name,
     reconnect: true,
     maxReconnectAttempts: -1,
@@ -40,6 +52,7 @@ export async function connectNats(config: Pick<Config, "NATS_URL" | "FEEDS_NAMES
   const jsm = await nc.jetstreamManager({ timeout: 2000 });
   return {
     nc,
+    replicas: config.NATS_REPLICAS ?? 1,
     js: nc.jetstream({ timeout: 2000 }),
     jsm,
     subject: (...parts) => [ns, ...parts].join("."),
@@ -54,12 +67,23 @@ export async function ensureQueue(nats: Nats, q: QueueName): Promise<void> {
   await ensureStream(nats, nats.stream(`${q}_dlq`), [nats.subject(`${q}_dlq`, ">")], RetentionPolicy.Limits);
 }
 
+/** Creates a stream, or brings an existing one to the configured replica count (NATS moves its data). */
 async function ensureStream(nats: Nats, name: string, subjects: string[], retention: RetentionPolicy) {
+  let info;
   try {
-    await nats.jsm.streams.info(name);
-  } catch {
-    await nats.jsm.streams.add({ name, subjects, retention, storage: StorageType.File });
+    info = await nats.jsm.streams.info(name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    await nats.jsm.streams.add({ name, subjects, retention, storage: StorageType.File, num_replicas: nats.replicas });
+    return;
   }
+  if (info.config.num_replicas !== nats.replicas) await nats.jsm.streams.update(name, { ...info.config, num_replicas: nats.replicas });
+}
+
+/** JetStream's "stream not found" / "consumer not found" (10059, 10014), not a timeout or an outage. */
+export function isNotFound(err: unknown): boolean {
+  const code = (err as { api_error?: { err_code?: number } } | null)?.api_error?.err_code;
+  return code === 10059 || code === 10014;
 }
 
 export interface QueueDepth {

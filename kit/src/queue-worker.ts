@@ -1,12 +1,15 @@
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
 import type { Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
-import type { Nats, QueueName } from "./nats.js";
+import { isNotFound, type Nats, type QueueName } from "./nats.js";
 import { BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
 // One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
 // acks, growing backoff with jitter between deliveries, and the dead-letter stream once a task
-// has been delivered `maxDeliver` times. Handlers throw to be retried and must be idempotent.
+// has been delivered `maxDeliver` times. Handlers throw to be retried and must be idempotent. A
+// failure that is NATS's own (a stream the handler publishes to has no leader while a cluster
+// elects one, the connection is down) is not the task's fault: it is retried for longer before
+// the task is given up.
 
 export interface QueueWorkerOptions {
   nats: Nats;
@@ -51,9 +54,30 @@ export interface QueueWorker {
 }
 
 const DEFAULT_BACKOFF_MS = [250, 500, 1000, 2000] as const;
+/**
+ * Deliveries beyond `maxDeliver` a task may take while its failures are NATS being unavailable
+ * (natsUnavailable): at a last backoff of 2 s, a couple of minutes. A NATS cluster elects a new
+ * stream leader within seconds of losing one; before the allowance, five 503s at the default
+ * backoffs (about 4 s) dead-lettered good tasks.
+ */
+export const OUTAGE_DELIVERIES = 60;
 /** How long one pull request waits on the server; also the client's wait between consumer checks after a reconnect. */
 const PULL_EXPIRES_MS = 5_000;
 const jitter = (ms: number) => Math.round(ms * (0.75 + Math.random() * 0.5));
+
+const unavailableCodes = new Set(["503", "408", "TIMEOUT", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_DRAINING", "CONNECTION_REFUSED", "CONNECTION_TIMEOUT"]);
+
+/**
+ * True when `err` (or an error it was caused by) is NATS being unavailable rather than the task
+ * failing: no responders (a stream without a leader), a request timeout, a lost connection.
+ */
+export function natsUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (e.name === "NatsError" && typeof code === "string" && unavailableCodes.has(code)) return true;
+  }
+  return false;
+}
 
 export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const { nats, log, queue } = o;
@@ -115,7 +139,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       timeDone(m);
     } catch (err) {
       const deliveries = m.info.redeliveryCount;
-      if (deliveries >= maxDeliver) return deadLetter(m, err);
+      if (deliveries >= (natsUnavailable(err) ? maxDeliver + OUTAGE_DELIVERIES : maxDeliver)) return deadLetter(m, err);
       log.warn({ err, queue, deliveries }, "task failed; retrying");
       m.nak(jitter(backoff[Math.min(deliveries - 1, backoff.length - 1)] ?? 1000));
       finished("retried");
@@ -129,20 +153,28 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     let info;
     try {
       info = await nats.jsm.consumers.info(stream, durable);
-    } catch {
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
       await nats.jsm.consumers.add(stream, {
         durable_name: durable,
         ack_policy: AckPolicy.Explicit,
         deliver_policy: DeliverPolicy.All,
-        max_deliver: maxDeliver,
+        max_deliver: maxDeliver + OUTAGE_DELIVERIES,
         ...(o.maxAckPending ? { max_ack_pending: o.maxAckPending } : {}),
         ack_wait: ackWait,
         filter_subject: nats.subject(queue, o.subject),
+        num_replicas: nats.replicas,
       });
       return;
     }
-    // A consumer made by an older release keeps its ack wait unless told otherwise.
-    if (info.config.ack_wait !== ackWait) await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait });
+    // A consumer made by an older release, or under another NATS_REPLICAS, keeps its ack wait,
+    // deliveries and replica count unless told otherwise (0 replicas: made without a count, which on
+    // a one-replica stream is 1).
+    const replicas = info.config.num_replicas || 1;
+    const deliveries = maxDeliver + OUTAGE_DELIVERIES;
+    if (info.config.ack_wait !== ackWait || info.config.max_deliver !== deliveries || replicas !== nats.replicas) {
+      await nats.jsm.consumers.update(stream, durable, { ack_wait: ackWait, max_deliver: deliveries, num_replicas: nats.replicas });
+    }
   }
 
   /** Tasks of one consumer loop: all still running, and how many of them count toward `concurrency`. */

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { fastifyTrustProxy, loadConfig, requireInternalKey, requireMasterKey, requireWebhookKey } from "../src/index.js";
+import { fastifyTrustProxy, loadConfig, natsServers, requireInternalKey, requireMasterKey, requireWebhookKey } from "../src/index.js";
 
 const trustProxy = (v: string | undefined) => loadConfig(v === undefined ? {} : { TRUST_PROXY: v }).TRUST_PROXY;
 
@@ -69,5 +69,18 @@ describe("keys", () => {
     expect(() => loadConfig({ FEEDS_CALLER_KEYS: `root:${a}` })).toThrow(/FEEDS_CALLER_KEYS: "root:[^"]*" is not <process>:<base64 key>/);
     expect(() => loadConfig({ FEEDS_CALLER_KEYS: `gateway:${a},gateway:${b}` })).toThrow(/FEEDS_CALLER_KEYS: gateway is named twice/);
     expect(() => loadConfig({ FEEDS_CALLER_KEYS: `gateway:${randomBytes(16).toString("base64")}` })).toThrow(/FEEDS_CALLER_KEYS: the key of gateway must be 32 bytes/);
+  });
+});
+
+describe("NATS settings", () => {
+  it("NATS_REPLICAS is 1 unless set, 1 to 5, and stops start-up naming it otherwise", () => {
+    expect(loadConfig({}).NATS_REPLICAS).toBe(1);
+    expect(loadConfig({ NATS_REPLICAS: "3" }).NATS_REPLICAS).toBe(3);
+    for (const v of ["0", "6", "2.5", "three"]) expect(() => loadConfig({ NATS_REPLICAS: v }), v).toThrow(/NATS_REPLICAS/);
+  });
+
+  it("NATS_URL names one server or several, comma-separated", () => {
+    expect(natsServers(loadConfig({}).NATS_URL)).toEqual(["nats://127.0.0.1:4222"]);
+    expect(natsServers("nats://a:4222, nats://b:4222,nats://c:4222,")).toEqual(["nats://a:4222", "nats://b:4222", "nats://c:4222"]);
   });
 });

@@ -13,7 +13,11 @@ describe("queue worker", { timeout: 30_000 }, () => {
   const env = createTestEnv("kit_queue", { nats: { queues: ["fanout"] } });
   const workers: QueueWorker[] = [];
   /** A worker on its own subject of the fanout queue (work-queue consumers may not overlap). */
-  const worker = (subject: string, handle: Parameters<typeof createQueueWorker>[0]["handle"], o: { nats?: Nats; ackWaitMs?: number; concurrency?: number } = {}) => {
+  const worker = (
+    subject: string,
+    handle: Parameters<typeof createQueueWorker>[0]["handle"],
+    o: { nats?: Nats; ackWaitMs?: number; concurrency?: number; maxDeliver?: number; backoffMs?: number[] } = {},
+  ) => {
     const w = createQueueWorker({
       nats: o.nats ?? env.nats,
       log: env.log,
@@ -24,6 +28,8 @@ describe("queue worker", { timeout: 30_000 }, () => {
       heartbeat: true,
       ackWaitMs: o.ackWaitMs ?? ACK_WAIT_MS,
       ...(o.concurrency ? { concurrency: o.concurrency } : {}),
+      ...(o.maxDeliver ? { maxDeliver: o.maxDeliver } : {}),
+      ...(o.backoffMs ? { backoffMs: o.backoffMs } : {}),
     });
     workers.push(w);
     return w;
@@ -145,5 +151,40 @@ describe("queue worker", { timeout: 30_000 }, () => {
     await finished;
     expect(seen).toHaveLength(3);
     for (let i = 1; i < seen.length; i++) expect((seen[i] as number) - (seen[i - 1] as number)).toBeGreaterThanOrEqual(380);
+  });
+
+  it("a task failing while NATS has no responders for its publish (a stream without a leader) is retried past maxDeliver, and a task's own failure is dead-lettered at it", async () => {
+    const { nats } = env;
+    const dlq = async () => (await nats.jsm.streams.info(nats.stream("fanout_dlq"))).state.messages;
+    const before = await dlq();
+    const outage: number[] = [];
+    let done!: () => void;
+    const finished = new Promise<void>((r) => (done = r));
+    await worker(
+      "outage",
+      async (m) => {
+        outage.push(m.info.redeliveryCount);
+        // No stream takes this subject: JetStream answers 503, as while a stream elects its leader.
+        if (m.info.redeliveryCount < 5) await nats.js.publish(nats.subject("nostream", "x"), new Uint8Array());
+        done();
+      },
+      { maxDeliver: 2, backoffMs: [50] },
+    ).start();
+    const poison: number[] = [];
+    await worker(
+      "poison",
+      async (m) => {
+        poison.push(m.info.redeliveryCount);
+        throw new Error("the task's own failure");
+      },
+      { maxDeliver: 2, backoffMs: [50] },
+    ).start();
+    await publish("outage");
+    await publish("poison");
+    await Promise.race([finished, sleep(10_000).then(async () => Promise.reject(new Error(`not done after deliveries ${outage.join(", ")}; dead letters ${(await dlq()) - before}`)))]);
+    for (let i = 0; i < 50 && (await dlq()) < before + 1; i++) await sleep(100);
+    expect(outage).toEqual([1, 2, 3, 4, 5]);
+    expect(poison).toEqual([1, 2]);
+    expect(await dlq()).toBe(before + 1);
   });
 });

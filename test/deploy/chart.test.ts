@@ -58,8 +58,8 @@ function admits(policy: any, labels: Record<string, string>, port: string): bool
 }
 
 const variants = [
-  { name: "default values", files: [] as string[], monitoring: false },
-  { name: "values-production.yaml", files: ["values-production.yaml"], monitoring: true },
+  { name: "default values", files: [] as string[], monitoring: false, natsReplicas: "1" },
+  { name: "values-production.yaml", files: ["values-production.yaml"], monitoring: true, natsReplicas: "3" },
 ];
 
 describe("the Helm chart", { timeout: 60_000 }, () => {
@@ -220,6 +220,12 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
           expect(svc.spec.ports.find((p: any) => p.name === "metrics")).toMatchObject({ targetPort: "metrics", port: 9464 });
           expect(container.ports.find((p: any) => p.name === "metrics")?.containerPort).toBe(9464);
           expect(container.env).toContainEqual({ name: "METRICS_PORT", value: "9464" });
+        }
+      });
+
+      it(`gives every process the streams' and consumers' replica count (NATS_REPLICAS ${v.natsReplicas})`, () => {
+        for (const d of ofKind("Deployment")) {
+          expect(d.spec.template.spec.containers[0].env, d.metadata.name).toContainEqual({ name: "NATS_REPLICAS", value: v.natsReplicas });
         }
       });
 

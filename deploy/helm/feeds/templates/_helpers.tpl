@@ -51,6 +51,8 @@ app.kubernetes.io/managed-by: {{ .root.Release.Service }}
   value: {{ .Values.config.host | quote }}
 - name: FEEDS_NAMESPACE
   value: {{ .Values.config.namespace | quote }}
+- name: NATS_REPLICAS
+  value: {{ .Values.config.natsReplicas | quote }}
 - name: LOG_LEVEL
   value: {{ .Values.config.logLevel | quote }}
 - name: BUILD_VERSION

@@ -42,6 +42,7 @@ RUN node -e "require('argon2').hash('probe').then(() => console.log('argon2 ok')
 
 FROM ${NODE_IMAGE} AS runtime
 ARG BUILD_VERSION=dev
+LABEL org.opencontainers.image.licenses="Apache-2.0"
 # Containers must listen beyond loopback (the config's default HOST is 127.0.0.1).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \

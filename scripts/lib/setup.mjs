@@ -8,6 +8,21 @@ import { join } from "node:path";
 export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 export const log = (...a) => process.stderr.write(`[feeds] ${a.join(" ")}\n`);
 
+/** What each set-up step cost, in the order they ran: { step, seconds }. */
+export const costs = [];
+
+/** Runs one set-up step (sync or async) and logs, and keeps in `costs`, what it cost. */
+export async function timed(step, fn) {
+  const t0 = performance.now();
+  try {
+    return await fn();
+  } finally {
+    const seconds = (performance.now() - t0) / 1000;
+    costs.push({ step, seconds });
+    log(`${step}: ${seconds.toFixed(1)} s`);
+  }
+}
+
 export function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
   if (r.status !== 0) {
@@ -98,13 +113,19 @@ export function checkAlertRules() {
 
 export async function ensureInfrastructure() {
   const { ensureInfra } = await import("../infra.mjs");
-  return ensureInfra({ root, log });
+  const { describeServers } = await import("./started-servers.mjs");
+  const infra = await ensureInfra({ root, log });
+  for (const line of describeServers(infra.servers)) log(line);
+  return infra;
 }
 
-/** Everything before the system can start; `servers: false` leaves the servers to the caller. */
+/**
+ * Everything before the system can start, each step timed; `servers: false` leaves the servers
+ * to the caller. The servers step includes building the FerretDB launcher when it has to start.
+ */
 export async function setup({ skipBuild = false, servers = true } = {}) {
-  ensureInstalled();
-  if (!skipBuild) build();
-  const urls = servers ? await ensureInfrastructure() : {};
+  await timed("dependencies (npm install when package-lock.json is newer)", () => ensureInstalled());
+  if (!skipBuild) await timed("build (tsc -b)", () => build());
+  const urls = servers ? await timed("servers (MongoDB wire, NATS, Redis)", () => ensureInfrastructure()) : {};
   return { ...urls, masterKey: masterKey(), webhookKey: webhookKey(), internalKey: internalKey(), version: buildVersion() };
 }

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 
 // The project is Apache-2.0, and says so wherever a tool or a person looks: LICENSE, the `license`
 // of every manifest in the workspace, the chart's Artifact Hub annotation and the image's label.
+// The files people look for beside it exist, and every file they name is there.
 
 const root = join(import.meta.dirname, "..", "..");
 const read = (file: string) => readFileSync(join(root, file), "utf8");
@@ -39,5 +40,22 @@ describe("license", () => {
     const chart = parse(read("deploy/helm/feeds/Chart.yaml")) as { annotations?: Record<string, string> };
     expect(chart.annotations?.["artifacthub.io/license"]).toBe("Apache-2.0");
     expect(read("Dockerfile")).toMatch(/^LABEL org\.opencontainers\.image\.licenses="Apache-2\.0"$/m);
+  });
+});
+
+describe("the files people look for", () => {
+  const files = ["CHANGELOG.md", "CONTRIBUTING.md", "SECURITY.md"];
+
+  it("exist, and every repository path they name in backticks exists", () => {
+    const missing = files.flatMap((f) =>
+      [...read(f).matchAll(/`([^`\s<>{}*:]+)`/g)]
+        .map((m) => m[1] as string)
+        // Paths from the root: a top-level folder of the tree, then more (not a route, an RPC or
+        // an annotation key), or a top-level Markdown file.
+        .filter((p) => (/^[\w.-]+\/[\w./-]*\w$/.test(p) && existsSync(join(root, p.split("/")[0] as string))) || /^[A-Z]+\.md$/.test(p))
+        .filter((p) => !existsSync(join(root, p)))
+        .map((p) => `${f}: ${p}`),
+    );
+    expect(missing).toEqual([]);
   });
 });

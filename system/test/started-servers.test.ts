@@ -84,7 +84,7 @@ describe("servers set-up started", () => {
     const recorded = await standIn(await freePort());
     const unrecorded = await standIn(await freePort());
     const reused = await standIn(await freePort());
-    recordStarted({ root, name: "ferretdb", what: "FerretDB launcher", port: 1, pid: recorded });
+    recordStarted({ root, name: "mongod", what: "mongod", port: 1, pid: recorded });
     recordStarted({ root, name: "nats", what: "nats-server", port: 2, pid: reused });
     // As if that process had ended and the kernel had given its pid to another one.
     const file = join(root, ".cache", "infra", "nats-2.json");

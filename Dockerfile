@@ -4,8 +4,9 @@
 #   node services/<name>/dist/main.js         (a service: gRPC + Connect on GRPC_PORT)
 #   node system/dist/main.js                  (the whole system in one process, gateway on PORT)
 # Build: docker build -t feeds:local .
+# Node 24 (LTS); the code supports Node >= 20 (package.json engines): --build-arg NODE_IMAGE=...
 
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:24-bookworm-slim
 
 # The workspace manifests alone, so that install layers are reused until a dependency changes.
 # A new workspace must be added here as well.
@@ -38,11 +39,13 @@ RUN npx tsc -b
 # Production dependencies only: no TypeScript, buf, eslint or vitest in the final image.
 FROM manifests AS deps
 RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
-# argon2 is pinned to 0.44.0, whose prebuilt binary loads on Node 20 (0.45's needs Node-API 10).
+# argon2 is pinned to 0.44.0, whose prebuilt binary loads on every Node the project supports, 20
+# included (0.45's needs Node-API 10); this proves it loads on the image's.
 RUN node -e "require('argon2').hash('probe').then(() => console.log('argon2 ok'))"
 
 FROM ${NODE_IMAGE} AS runtime
 ARG BUILD_VERSION=dev
+LABEL org.opencontainers.image.licenses="Apache-2.0"
 # Containers must listen beyond loopback (the config's default HOST is 127.0.0.1).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \

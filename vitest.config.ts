@@ -6,7 +6,16 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{kit,sdk,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/{deploy,storage}/**/*.test.ts"],
+          include: ["{kit,sdk,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/storage/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          // The Helm chart and docker-compose.yml, after every other project: helm and the manifest
+          // checker it needs build in the background meanwhile (scripts/test.mjs).
+          name: "deploy",
+          include: ["test/deploy/**/*.test.ts"],
+          sequence: { groupOrder: 1 },
         },
       },
       {

@@ -1,7 +1,13 @@
+import type { ServerStatus } from "./lib/started-servers.mjs";
+
 export interface InfraUrls {
   mongoUrl: string;
   natsUrl: string;
   redisUrl: string;
+}
+/** ensureInfra's answer: the URLs, and where each loopback server stands (none for a *_URL given). */
+export interface EnsuredInfra extends InfraUrls {
+  servers: ServerStatus[];
 }
 export interface PrivateServer {
   url: string;
@@ -11,7 +17,7 @@ export interface PrivateServer {
   start(): Promise<PrivateServer>;
   stop(opts?: { signal?: NodeJS.Signals; timeoutMs?: number }): Promise<void>;
 }
-export declare function ensureInfra(opts?: { root?: string; log?: (...a: unknown[]) => void }): Promise<InfraUrls>;
+export declare function ensureInfra(opts?: { root?: string; log?: (...a: unknown[]) => void }): Promise<EnsuredInfra>;
 export declare function freePort(): Promise<number>;
 export declare function startPrivateRedis(opts?: { port?: number; dir?: string }): Promise<PrivateServer>;
 export interface RedisCluster {
@@ -56,3 +62,7 @@ export declare function startPrivateFerretdb(opts?: {
 export declare function probeBuildInfo(port?: number, host?: string): Promise<Record<string, string | number | boolean> | null>;
 /** Hash of the FerretDB launcher's sources (its buildInfo reports it as feedsLauncher). */
 export declare function ferretdbLauncherSources(): string;
+/** True if something accepts TCP connections on host:port. */
+export declare function portOpen(port: number, host?: string, timeoutMs?: number): Promise<boolean>;
+/** True if a Redis answers PING on host:port. */
+export declare function probeRedis(port?: number, host?: string): Promise<boolean>;

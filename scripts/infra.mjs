@@ -3,12 +3,15 @@
 //
 // Plain ESM on Node built-ins only: it runs before any npm install or TypeScript build.
 //
-//   node scripts/infra.mjs          -> ensures all three, prints {"mongoUrl","natsUrl","redisUrl"}
+//   node scripts/infra.mjs          -> ensures all three, prints {"mongoUrl","natsUrl","redisUrl","servers"}
 //
 // Env: MONGO_URL, NATS_URL, REDIS_URL are used as given (nothing is probed or started for them).
 // Without MONGO_URL: mongod on PATH if any, else the FerretDB launcher in scripts/ferretdb
 // (built with `go build` into .cache/ferretdb/, rebuilt only when its sources change).
-// Servers started here are detached and outlive the caller; their logs are under .cache/.
+// Servers started here are detached and outlive the caller; their logs are under .cache/. Each
+// is recorded (pid, or Redis's pidfile) under .cache/infra/ (lib/started-servers.mjs), and
+// `npm run stop-infra` (scripts/stop-infra.mjs) stops exactly those; a server found running is
+// never stopped.
 // The FerretDB launcher reads FERRETDB_* variables (scripts/ferretdb/main.go), e.g.
 // FERRETDB_POSTGRESQL_URL; by default it uses PostgreSQL database feeds_ferretdb if PostgreSQL
 // answers on 127.0.0.1:5432, else SQLite under .cache/ferretdb/sqlite. A running server is never
@@ -36,6 +39,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { listenerPid, recordStarted, serverStatus } from './lib/started-servers.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const DEFAULT_ROOT = path.resolve(HERE, '..');
@@ -374,37 +378,11 @@ async function startMongod({ root, log }) {
   const child = spawnDetached(mongod, ['--dbpath', dbpath, '--bind_ip', HOST, '--port', String(PORTS.mongo)], logFile, { cwd: root });
   await waitFor(() => probeMongo(PORTS.mongo), { what: 'mongod', child, logFile, timeoutMs: 60_000 });
   child.unref();
+  recordStarted({ root, name: 'mongod', what: 'mongod', port: PORTS.mongo, pid: child.pid, logFile });
 }
 
 // The URL clients get for the launcher: FerretDB v1 has no retryable writes.
 const launcherUrl = (port) => `mongodb://${HOST}:${port}/?retryWrites=false`;
-
-// The pid of the process listening on loopback TCP `port`, from /proc (Linux), or null.
-function listenerPid(port) {
-  const inodes = new Set();
-  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text = '';
-    try { text = fs.readFileSync(f, 'utf8'); } catch { continue; }
-    for (const line of text.split('\n').slice(1)) {
-      const cols = line.trim().split(/\s+/);
-      if (cols.length > 9 && cols[3] === '0A' && Number.parseInt(cols[1].split(':').pop(), 16) === port) inodes.add(cols[9]);
-    }
-  }
-  if (!inodes.size) return null;
-  let pids = [];
-  try { pids = fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d)); } catch { return null; }
-  for (const pid of pids) {
-    let fds = [];
-    try { fds = fs.readdirSync(`/proc/${pid}/fd`); } catch { continue; }
-    for (const fd of fds) {
-      let link = '';
-      try { link = fs.readlinkSync(`/proc/${pid}/fd/${fd}`); } catch { continue; }
-      const m = /^socket:\[(\d+)\]$/.exec(link);
-      if (m && inodes.has(m[1])) return Number(pid);
-    }
-  }
-  return null;
-}
 
 // The command line of a process, or null.
 function processArgs(pid) {
@@ -485,6 +463,7 @@ async function startFerretdb({ root, log, port = PORTS.mongo }) {
   const child = spawnDetached(bin, args, logFile, { cwd: root });
   await waitFor(() => probeMongo(port), { what: 'FerretDB', child, logFile, timeoutMs: 120_000 });
   child.unref();
+  recordStarted({ root, name: 'ferretdb', what: 'FerretDB launcher', port, pid: child.pid, logFile });
 }
 
 async function startNats({ root, log }) {
@@ -495,26 +474,35 @@ async function startNats({ root, log }) {
   const child = spawnDetached(bin, ['-js', '-a', HOST, '-p', String(PORTS.nats), '-sd', storeDir], logFile, { cwd: root });
   await waitFor(() => probeNats(PORTS.nats), { what: 'nats-server', child, logFile, timeoutMs: 30_000 });
   child.unref();
+  recordStarted({ root, name: 'nats', what: 'nats-server', port: PORTS.nats, pid: child.pid, logFile });
 }
 
 async function startRedis({ root, log }) {
   const bin = need('redis-server', 'apt-get install redis-server, or set REDIS_URL');
   const dir = path.join(root, '.cache', 'redis');
   const logFile = path.join(root, '.cache', 'redis.log');
+  const pidfile = path.join(dir, 'redis.pid');
   fs.mkdirSync(dir, { recursive: true });
-  // --daemonize: redis forks and the command returns at once; --save "": nothing on disk.
-  const r = spawnSync(bin, ['--bind', HOST, '--port', String(PORTS.redis), '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--dir', dir, '--logfile', logFile], { encoding: 'utf8' });
+  // --daemonize: redis forks and the command returns at once (the daemon's pid goes to the
+  // pidfile); --save "": nothing on disk.
+  const r = spawnSync(bin, ['--bind', HOST, '--port', String(PORTS.redis), '--save', '', '--appendonly', 'no', '--daemonize', 'yes', '--pidfile', pidfile, '--dir', dir, '--logfile', logFile], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`redis-server failed (exit ${r.status}): ${r.stderr || r.stdout}${tail(logFile)}`);
   await waitFor(() => probeRedis(PORTS.redis), { what: 'redis-server', logFile, timeoutMs: 30_000 });
+  await waitFor(async () => fs.existsSync(pidfile), { what: `redis-server's pidfile ${pidfile}`, logFile, timeoutMs: 10_000 });
+  recordStarted({ root, name: 'redis', what: 'redis-server', port: PORTS.redis, pidfile, logFile });
 }
 
 /**
- * Ensures MongoDB wire, NATS (JetStream) and Redis answer; returns their URLs.
+ * Ensures MongoDB wire, NATS (JetStream) and Redis answer; returns their URLs, and `servers`:
+ * for each server on loopback (none for a *_URL given), whether this checkout's set-up started
+ * it, now or earlier (it is left running; `npm run stop-infra` stops it), or found it running.
  * @param {{ root?: string, log?: (msg: string) => void }} [opts]
- * @returns {Promise<{ mongoUrl: string, natsUrl: string, redisUrl: string }>}
+ * @returns {Promise<{ mongoUrl: string, natsUrl: string, redisUrl: string, servers: Array<{ name: string, what: string, port: number, pid: number | null, started: 'now' | 'earlier' | 'no' }> }>}
  */
 export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}) {
+  const since = Date.now();
   const tasks = [];
+  const local = [];
   let mongoUrl = process.env.MONGO_URL;
   let natsUrl = process.env.NATS_URL;
   let redisUrl = process.env.REDIS_URL;
@@ -528,10 +516,12 @@ export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}
     }).then(async () => {
       const st = await ensureCurrentLauncher({ root, log });
       mongoUrl = st?.state === 'current' || st?.state === 'other' ? launcherUrl(PORTS.mongo) : `mongodb://${HOST}:${PORTS.mongo}`;
+      local.push({ name: 'mongo', what: st?.state === 'mongod' ? 'mongod' : 'FerretDB launcher', port: PORTS.mongo });
     }));
   }
   if (!natsUrl) {
     natsUrl = `nats://${HOST}:${PORTS.nats}`;
+    local.push({ name: 'nats', what: 'nats-server', port: PORTS.nats });
     tasks.push(ensureService({ name: 'nats', root, log, probe: async () => (await probeNats(PORTS.nats)) !== null, start: () => startNats({ root, log }) })
       .then(async () => {
         const info = await probeNats(PORTS.nats);
@@ -540,13 +530,15 @@ export async function ensureInfra({ root = DEFAULT_ROOT, log = defaultLog } = {}
   }
   if (!redisUrl) {
     redisUrl = `redis://${HOST}:${PORTS.redis}`;
+    local.push({ name: 'redis', what: 'redis-server', port: PORTS.redis });
     tasks.push(ensureService({ name: 'redis', root, log, probe: () => probeRedis(PORTS.redis), start: () => startRedis({ root, log }) }));
   }
 
   const results = await Promise.allSettled(tasks);
   const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason);
   if (failed.length) throw failed.length === 1 ? failed[0] : new AggregateError(failed, failed.map((e) => e.message).join('\n'));
-  return { mongoUrl, natsUrl, redisUrl };
+  const servers = serverStatus(root, local.sort((a, b) => a.port - b.port), since);
+  return { mongoUrl, natsUrl, redisUrl, servers };
 }
 
 // ---------------------------------------------------------------------------------------------

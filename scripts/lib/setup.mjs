@@ -1,12 +1,27 @@
 // Set-up shared by `npm start`, `npm test` and `npm run bench`: install what is missing, build,
 // make sure MongoDB-wire storage, NATS JetStream and Redis are listening.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 
 export const root = new URL("../..", import.meta.url).pathname.replace(/\/$/, "");
 export const log = (...a) => process.stderr.write(`[feeds] ${a.join(" ")}\n`);
+
+/** What each set-up step cost, in the order they ran: { step, seconds }. */
+export const costs = [];
+
+/** Runs one set-up step (sync or async) and logs, and keeps in `costs`, what it cost. */
+export async function timed(step, fn) {
+  const t0 = performance.now();
+  try {
+    return await fn();
+  } finally {
+    const seconds = (performance.now() - t0) / 1000;
+    costs.push({ step, seconds });
+    log(`${step}: ${seconds.toFixed(1)} s`);
+  }
+}
 
 export function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { cwd: root, stdio: "inherit", ...opts });
@@ -16,23 +31,38 @@ export function run(cmd, args, opts = {}) {
   return r;
 }
 
+/** As run(), without holding up the event loop: other set-up steps go on meanwhile. */
+export function runAsync(cmd, args, opts = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: root, stdio: "inherit", ...opts });
+    child.once("error", reject);
+    child.once("exit", (code, signal) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(" ")} failed (exit ${code ?? signal})`))));
+  });
+}
+
+const installNeeded = () => {
+  const marker = join(root, "node_modules", ".package-lock.json");
+  const lock = join(root, "package-lock.json");
+  return !existsSync(marker) || statSync(marker).mtimeMs < statSync(lock).mtimeMs;
+};
+
 /**
  * `npm install` (from the lock file) when node_modules is missing or older than the lock file.
  * Not `npm ci`: the registry here serves only the linux-x64 build of buf's optional platform
  * packages, so the lock cannot list the others and `npm ci` refuses it.
  */
 export function ensureInstalled() {
-  const marker = join(root, "node_modules", ".package-lock.json");
-  const lock = join(root, "package-lock.json");
-  if (existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs) return;
+  if (!installNeeded()) return;
   log("installing dependencies (npm install)…");
   run("npm", ["install", "--no-audit", "--no-fund"]);
 }
 
-export function build() {
-  log("building (tsc -b)…");
-  run(join(root, "node_modules", ".bin", "tsc"), ["-b"]);
+async function ensureInstalledAsync() {
+  if (!installNeeded()) return;
+  log("installing dependencies (npm install)…");
+  await runAsync("npm", ["install", "--no-audit", "--no-fund"]);
 }
+
 
 /** A 32-byte key from the environment, else one kept under .cache/ (made on first use). */
 function keptKey(variable, fileName) {
@@ -98,13 +128,31 @@ export function checkAlertRules() {
 
 export async function ensureInfrastructure() {
   const { ensureInfra } = await import("../infra.mjs");
-  return ensureInfra({ root, log });
+  const { describeServers } = await import("./started-servers.mjs");
+  const infra = await ensureInfra({ root, log });
+  for (const line of describeServers(infra.servers)) log(line);
+  return infra;
 }
 
-/** Everything before the system can start; `servers: false` leaves the servers to the caller. */
+/**
+ * Everything before the system can start, each step timed; `servers: false` leaves the servers
+ * to the caller. The servers (which include building the FerretDB launcher when it has to start:
+ * Go, no npm package) come up while the dependencies install and the workspaces build.
+ */
 export async function setup({ skipBuild = false, servers = true } = {}) {
-  ensureInstalled();
-  if (!skipBuild) build();
-  const urls = servers ? await ensureInfrastructure() : {};
-  return { ...urls, masterKey: masterKey(), webhookKey: webhookKey(), internalKey: internalKey(), version: buildVersion() };
+  const serversReady = servers ? timed("servers (MongoDB wire, NATS, Redis)", () => ensureInfrastructure()) : Promise.resolve({});
+  const built = (async () => {
+    await timed("dependencies (npm install when package-lock.json is newer)", () => ensureInstalledAsync());
+    if (!skipBuild) {
+      await timed("build (tsc -b)", () => {
+        log("building (tsc -b)…");
+        return runAsync(join(root, "node_modules", ".bin", "tsc"), ["-b"]);
+      });
+    }
+  })();
+  // Both settle before either's failure is thrown: no step is left running behind an error.
+  const [urls, done] = await Promise.allSettled([serversReady, built]);
+  if (urls.status === "rejected") throw urls.reason;
+  if (done.status === "rejected") throw done.reason;
+  return { ...urls.value, masterKey: masterKey(), webhookKey: webhookKey(), internalKey: internalKey(), version: buildVersion() };
 }

@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 
 // .github/workflows/ci.yml: what GitHub Actions runs on every push and pull request, read as
 // GitHub reads it (YAML) since no runner is at hand here. It must run `npm test` on MongoDB, NATS
-// and Redis in containers, on Node 20, with the history buf breaking compares against.
+// and Redis in containers, on every Node the project supports (20, 22 and 24: package.json's
+// engines and the Dockerfile's image), with the history buf breaking compares against.
 
 interface Step {
   uses?: string;
@@ -16,6 +17,7 @@ interface Step {
 interface Job {
   "runs-on"?: unknown;
   env?: Record<string, unknown>;
+  strategy?: { "fail-fast"?: unknown; matrix?: Record<string, unknown> };
   steps?: Step[];
 }
 interface Workflow {
@@ -51,7 +53,17 @@ describe(".github/workflows/ci.yml", () => {
     expect({ ...job.env, ...step?.env }.TEST_INFRA).toBe("containers");
   });
 
-  it("sets up Node 20 with the npm cache before npm test, after a checkout with the previous commit", () => {
+  it("runs on Node 20, 22 and 24, each line reporting whatever another does", () => {
+    const strategy = testing[0]?.[1].strategy;
+    expect(strategy?.matrix?.node).toEqual([20, 22, 24]);
+    expect(strategy?.["fail-fast"]).toBe(false);
+    // The lines the matrix runs are the ones the project says it supports.
+    const engines = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe(">=20");
+    expect(readFileSync(join(root, "Dockerfile"), "utf8")).toMatch(/^ARG NODE_IMAGE=node:24-bookworm-slim$/m);
+  });
+
+  it("sets up the matrix's Node with the npm cache before npm test, after a checkout with the previous commit", () => {
     const steps = testing[0]?.[1].steps ?? [];
     const at = (pred: (s: Step) => boolean) => steps.findIndex(pred);
     const checkout = at((s) => s.uses?.startsWith("actions/checkout@") === true);
@@ -60,7 +72,7 @@ describe(".github/workflows/ci.yml", () => {
     expect(checkout).toBeGreaterThanOrEqual(0);
     expect(node).toBeGreaterThan(checkout);
     expect(test).toBeGreaterThan(node);
-    expect(String(steps[node]?.with?.["node-version"])).toBe("20");
+    expect(steps[node]?.with?.["node-version"]).toBe("${{ matrix.node }}");
     expect(steps[node]?.with?.cache).toBe("npm");
     // scripts/check-proto.mjs runs buf breaking against HEAD~1: a depth-1 clone has none.
     const depth = steps[checkout]?.with?.["fetch-depth"];

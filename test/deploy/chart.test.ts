@@ -64,7 +64,7 @@ const variants = [
 
 describe("the Helm chart", { timeout: 60_000 }, () => {
   beforeAll(async () => {
-    // Built already by `npm test` before vitest starts; a cold build alone takes minutes.
+    // `npm test` builds them in the background and runs this file last; alone, a cold build takes minutes.
     tools = await buildK8sTools({ log: (m) => process.stderr.write(`[k8s-check] ${m}\n`) });
   }, 30 * 60_000);
 

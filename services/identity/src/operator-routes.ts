@@ -47,7 +47,7 @@ async function flooredFailure<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    await sleep(FAILURE_FLOOR_MS - (performance.now() - started));
+    await sleep(Math.max(0, FAILURE_FLOOR_MS - (performance.now() - started)));
     throw e;
   }
 }

@@ -1,9 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { connectNats, newEvent, publishEvents, eventSubject, type FeedEvent, type Nats } from "@feeds/kit";
-import { envelope, http, newTenant, type RawAnswer, type TestTenant, queueDrained } from "../support/api.js";
+import { connectNats, newEvent, publishEvents, eventSubject, type FeedEvent, type Nats, type RedisConn } from "@feeds/kit";
+import { envelope, http, newTenant, systemRedis, tenantRedisKey, type RawAnswer, type TestTenant, queueDrained } from "../support/api.js";
 import { until } from "../support/until.js";
 
 // The notification feed through the gateway: who is notified of follows, reactions, comments and
@@ -499,15 +498,16 @@ describe("the change signal", () => {
 
   describe("kept in MongoDB by increments, copied to Redis", () => {
     let mongo: MongoClient;
-    let redis: Redis;
+    // The system's own connection (a cluster's too: the copy's slot may be on any master).
+    let redis: RedisConn;
     beforeAll(async () => {
       mongo = new MongoClient(inject("mongoUrl"));
       await mongo.connect();
-      redis = new Redis(inject("redisUrl"));
+      redis = await systemRedis();
     });
     afterAll(async () => {
       await mongo?.close();
-      redis?.disconnect();
+      await redis?.close();
     });
     const counts = () => mongo.db(inject("namespace")).collection<{ _id: string; unseen: number }>("notification_counts");
 
@@ -520,12 +520,12 @@ describe("the change signal", () => {
         const r = await signal(alice);
         return r.body.unseen === 2 ? r : undefined;
       }, 20_000);
-      const copy = `${inject("namespace")}:{t:${t.id}}:ncounts:alice`;
-      await redis.hset(copy, "unseen", "999");
+      const copy = tenantRedisKey(t.id, "ncounts", "alice");
+      await redis.redis.hset(copy, "unseen", "999");
       expect((await signal(alice)).body).toEqual({ unseen: 999, unread: 2, version: s.body.version });
-      await redis.del(copy);
+      await redis.redis.del(copy);
       expect((await signal(alice)).body).toEqual({ unseen: 2, unread: 2, version: s.body.version });
-      expect(await redis.hmget(copy, "unseen", "unread")).toEqual(["2", "2"]);
+      expect(await redis.redis.hmget(copy, "unseen", "unread")).toEqual(["2", "2"]);
     });
 
     it("counts move by increments, never by counting the records: a doctored document count moves by one with the next notification", async () => {

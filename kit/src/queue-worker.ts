@@ -56,9 +56,10 @@ export interface QueueWorker {
 const DEFAULT_BACKOFF_MS = [250, 500, 1000, 2000] as const;
 /**
  * Deliveries beyond `maxDeliver` a task may take while its failures are NATS being unavailable
- * (natsUnavailable): at a last backoff of 2 s, a couple of minutes. A NATS cluster elects a new
- * stream leader within seconds of losing one; before the allowance, five 503s at the default
- * backoffs (about 4 s) dead-lettered good tasks.
+ * (natsUnavailable): at a last backoff of 2 s, a couple of minutes. A NATS cluster takes 5 to 12 s
+ * to elect a new leader for a stream it lost one of, and `maxDeliver` deliveries at the default
+ * backoffs span about 4 s. A task whose handler kills its process is delivered this many more
+ * times too (JetStream cannot tell why it heard nothing).
  */
 export const OUTAGE_DELIVERIES = 60;
 /** How long one pull request waits on the server; also the client's wait between consumer checks after a reconnect. */

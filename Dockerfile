@@ -67,6 +67,8 @@ COPY --from=build /app/services/notification/dist services/notification/dist
 COPY --from=build /app/services/catalog/dist services/catalog/dist
 COPY --from=build /app/gateway/dist gateway/dist
 COPY --from=build /app/system/dist system/dist
+# Apache-2.0: the licence travels with the image.
+COPY --from=build /app/LICENSE LICENSE
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 50051

@@ -36,10 +36,11 @@ describe("license", () => {
     expect(wrong).toEqual([]);
   });
 
-  it("the chart's Artifact Hub annotation and the image's OCI label say Apache-2.0", () => {
+  it("the chart's Artifact Hub annotation and the image's OCI label say Apache-2.0, and the image holds LICENSE", () => {
     const chart = parse(read("deploy/helm/feeds/Chart.yaml")) as { annotations?: Record<string, string> };
     expect(chart.annotations?.["artifacthub.io/license"]).toBe("Apache-2.0");
     expect(read("Dockerfile")).toMatch(/^LABEL org\.opencontainers\.image\.licenses="Apache-2\.0"$/m);
+    expect(read("Dockerfile")).toMatch(/^COPY --from=build \/app\/LICENSE LICENSE$/m);
   });
 });
 

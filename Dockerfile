@@ -15,7 +15,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 COPY proto/package.json proto/
 COPY kit/package.json kit/
-COPY sdk/package.json sdk/
+COPY sdk/contract/package.json sdk/contract/
+COPY sdk/node/package.json sdk/node/
 COPY services/tenancy/package.json services/tenancy/
 COPY services/identity/package.json services/identity/
 COPY services/feed/package.json services/feed/
@@ -57,7 +58,8 @@ WORKDIR /app
 COPY --from=deps /app ./
 COPY --from=build /app/proto/dist proto/dist
 COPY --from=build /app/kit/dist kit/dist
-COPY --from=build /app/sdk/dist sdk/dist
+COPY --from=build /app/sdk/contract/dist sdk/contract/dist
+COPY --from=build /app/sdk/node/dist sdk/node/dist
 COPY --from=build /app/services/tenancy/dist services/tenancy/dist
 COPY --from=build /app/services/identity/dist services/identity/dist
 COPY --from=build /app/services/feed/dist services/feed/dist

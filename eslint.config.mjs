@@ -19,7 +19,7 @@ export default tseslint.config(
   },
   {
     // End-to-end tests read JSON answers whose shape is what they assert: bodies are `any` there.
-    files: ["test/**/*.ts", "sdk/test/**/*.ts"],
+    files: ["test/**/*.ts", "sdk/*/test/**/*.ts"],
     rules: {
       "@typescript-eslint/no-explicit-any": "off",
       "@typescript-eslint/no-unsafe-assignment": "off",

@@ -6,7 +6,7 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["{kit,sdk,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/storage/**/*.test.ts"],
+          include: ["{kit,sdk/*,gateway,system}/test/**/*.test.ts", "services/*/test/**/*.test.ts", "test/storage/**/*.test.ts"],
         },
       },
       {

@@ -1,4 +1,4 @@
-import { createServerToken, createUserToken, type AddActivityInput } from "@feeds/sdk";
+import { createServerToken, createUserToken, type AddActivityInput } from "@feeds/node";
 import { bool, list, required, str, type Command, type Values } from "./command.js";
 import type { Context } from "./context.js";
 import { usageError } from "./errors.js";

@@ -1,4 +1,4 @@
-import type { OperatorSession } from "@feeds/sdk";
+import type { OperatorSession } from "@feeds/node";
 import { required, str, type Command } from "./command.js";
 import type { Context } from "./context.js";
 import { CliError, usageError } from "./errors.js";

@@ -1,4 +1,4 @@
-import { OperatorClient, ServerClient, UserClient, type ClientOptions } from "@feeds/sdk";
+import { OperatorClient, ServerClient, UserClient, type ClientOptions } from "@feeds/node";
 import { CliError, usageError, type Credential } from "./errors.js";
 import { configDir, normaliseUrl, ProfileStore, type Env, type Profile, type StoredTenant } from "./profile.js";
 

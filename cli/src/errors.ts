@@ -1,4 +1,4 @@
-import { FeedsApiError } from "@feeds/sdk";
+import { FeedsApiError } from "@feeds/node";
 
 /** A failure the CLI explains itself: one line on stderr, then `exitCode` (2: bad usage, 1: the rest). */
 export class CliError extends Error {

@@ -1,4 +1,4 @@
-import type { Activity, FeedPage, Notification, NotificationPage } from "@feeds/sdk";
+import type { Activity, FeedPage, Notification, NotificationPage } from "@feeds/node";
 
 // The human lines of the answers that are more than one line. Fields keep the API's names, so
 // that what a reader sees here is what `--json` and the interface call them.

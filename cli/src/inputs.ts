@@ -1,4 +1,4 @@
-import { graphFeedRefPattern, idPattern, parseDuration, type JsonObject } from "@feeds/sdk";
+import { graphFeedRefPattern, idPattern, parseDuration, type JsonObject } from "@feeds/node";
 import { usageError } from "./errors.js";
 
 // Checks of what the command line hands over, so that bad input is named before any request.

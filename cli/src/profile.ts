@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
-import type { Operator } from "@feeds/sdk";
+import type { Operator } from "@feeds/node";
 import { CliError, usageError } from "./errors.js";
 
 /** A tenant the CLI created: its secret is answered once, so this is where it is kept. */

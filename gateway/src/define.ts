@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { CallOptions } from "@connectrpc/connect";
 import { forbidden, scope, workScope } from "@feeds/kit";
-import { openApiSchema, type AuthKind, type ResponseSchemas } from "@feeds/sdk";
+import { openApiSchema, type AuthKind, type ResponseSchemas } from "@feeds/contract";
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
 import type { AuthFailureBudget } from "./auth-failures.js";

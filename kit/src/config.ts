@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { requestLimits } from "@feeds/sdk";
+import { requestLimits } from "@feeds/contract";
 import { parseTrustProxy } from "./trust-proxy.js";
 import { parseRedisUrl } from "./redis-url.js";
 
@@ -183,7 +183,7 @@ export const configSchema = configFields
 export type Config = z.infer<typeof configSchema>;
 
 /** The request-shape bounds the SDK and the gateway check (sdk/src/limits.ts). */
-export { requestLimits } from "@feeds/sdk";
+export { requestLimits } from "@feeds/contract";
 
 /** Fixed bounds the services hold whatever the deployment; docs/limits.md lists each for users. */
 export const limits = {

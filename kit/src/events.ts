@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Nats } from "./nats.js";
-import { webhookEventTypes } from "@feeds/sdk";
+import { webhookEventTypes } from "@feeds/contract";
 
 // The system's events (contract section 3). Producers record them with their write through the
 // outbox (outbox.ts) and publish them to the `notify` work queue; the notification service's worker turns

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { requestLimits } from "@feeds/sdk";
+import { requestLimits } from "@feeds/contract";
 
 // Identifier and size rules of the contract (section 4), shared by gateway and services.
 export const ID_PATTERN = /^[A-Za-z0-9_\-.@]{1,128}$/;

@@ -1,4 +1,4 @@
-import { requestLimits } from "@feeds/sdk";
+import { requestLimits } from "@feeds/contract";
 import { validationFailed, type FieldError } from "./errors.js";
 import { MAX_CUSTOM_BYTES } from "./ids.js";
 

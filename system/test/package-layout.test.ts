@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 
 // The package layout rule: the one-process composition (system/) is the only workspace that names
 // a service or the gateway. The gateway reaches services only as clients it is handed, no service
-// names another, and the shared pieces (kit, sdk, proto) name none of them: a part that needs
-// something of another part's finds it in kit.
+// names another, and the shared pieces (kit, the SDK's packages, proto) name none of them: a part
+// that needs something of another part's finds it in kit. The server shares only the schemas of the
+// public API with the client packages: it names @feeds/contract, never @feeds/node or @feeds/client.
 
 const root = join(import.meta.dirname, "..", "..");
 const readJson = (file: string) => JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>;
@@ -58,19 +59,33 @@ function namedPackages(dir: string): { pkg: string; at: string }[] {
   return out;
 }
 
+/** The published client packages and the contract they share with the server. */
+const sdkPackages = new Set(["@feeds/contract", "@feeds/node", "@feeds/client"]);
+
 // Every workspace but the composition itself.
 const checked = workspaces().filter((d) => d !== "system");
 
 describe("package layout", () => {
   it("reads the gateway, the seven services and the shared workspaces", () => {
     expect(services).toHaveLength(7);
-    expect(checked).toEqual(expect.arrayContaining(["gateway", "kit", "sdk", "proto", "cli", ...services]));
+    expect(checked).toEqual(expect.arrayContaining(["gateway", "kit", "sdk/contract", "sdk/node", "proto", "cli", ...services]));
   });
 
-  it("the CLI speaks only the public API: its manifest and sources name no workspace but the SDK", () => {
+  it("the CLI speaks only the public API: its manifest and sources name no workspace but the SDK's packages", () => {
     const named = [...dependenciesOf("cli"), ...namedPackages("cli").map(({ pkg, at }) => `${pkg} at ${at}`)];
-    expect(named.filter((n) => n.startsWith("@feeds/") && !n.startsWith("@feeds/sdk"))).toEqual([]);
-    expect(dependenciesOf("cli")).toContain("@feeds/sdk");
+    expect(named.filter((n) => n.startsWith("@feeds/") && !sdkPackages.has(n.split(" ")[0] as string))).toEqual([]);
+    expect(dependenciesOf("cli")).toContain("@feeds/node");
+  });
+
+  it("the SDK's packages name no workspace but each other, and the server names only @feeds/contract of them", () => {
+    const sdk = checked.filter((d) => d.startsWith("sdk/"));
+    // This file names them to look for them.
+    const here = relative(root, import.meta.filename);
+    const named = (dir: string) =>
+      [...dependenciesOf(dir), ...namedPackages(dir).flatMap(({ pkg, at }) => (at.startsWith(`${here}:`) ? [] : [pkg]))].filter((n) => n.startsWith("@feeds/"));
+    expect(sdk.flatMap((dir) => named(dir).filter((n) => !sdkPackages.has(n)).map((n) => `${dir} names ${n}`))).toEqual([]);
+    const server = ["kit", "gateway", "system", ...services];
+    expect(server.flatMap((dir) => named(dir).filter((n) => sdkPackages.has(n) && n !== "@feeds/contract").map((n) => `${dir} names ${n}`))).toEqual([]);
   });
 
   it("no manifest but system's names a service or the gateway (a package may name itself)", () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { requestLimits } from "@feeds/sdk";
+import { requestLimits } from "@feeds/node";
 import { envelope, http, newTenant, type RawAnswer } from "../support/api.js";
 
 // Bodies that cost the caller little and the gateway much: a patch of 1,000 paths of ~505

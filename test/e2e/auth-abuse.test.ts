@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { SignJWT } from "jose";
 import { describe, expect, it } from "vitest";
-import { createUserToken } from "@feeds/sdk";
+import { createUserToken } from "@feeds/node";
 import { envelope, freshRateWindow, http, newIp, newTenant, uniqueEmail, type TestTenant } from "../support/api.js";
 import { scrape, total } from "../support/metrics.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { limits } from "@feeds/kit";
-import { UserClient } from "@feeds/sdk";
+import { UserClient } from "@feeds/node";
 import { baseUrl, envelope, http, newTenant } from "../support/api.js";
 
 // The comment blocklist against a hostile tenant and hostile commenters: no list makes matching

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { connect, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { FeedsApiError, ServerClient, UserClient } from "@feeds/sdk";
+import { FeedsApiError, ServerClient, UserClient } from "@feeds/node";
 import { baseUrl, envelope, http, newTenant, type TestTenant } from "../support/api.js";
 import { until } from "../support/until.js";
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { freePort, startPrivateNats, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp, queueDrained } from "../support/api.js";

@@ -4,7 +4,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { callKeyOf, callersOf, INTERNAL_AUTH_HEADER, signingKeyOf, signInternalToken, type InternalClaims, type ServiceName, type Signer } from "@feeds/kit";
 import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";

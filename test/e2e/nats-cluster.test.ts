@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { connect, type JetStreamManager, type NatsConnection } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { startNatsCluster, type NatsCluster } from "../../scripts/infra.mjs";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp } from "../support/api.js";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, type Nats } from "@feeds/kit";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { startPrivateNats, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningProcess, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp, queueDrained } from "../support/api.js";

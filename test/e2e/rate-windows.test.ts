@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createUserToken } from "@feeds/sdk";
+import { createUserToken } from "@feeds/node";
 import { envelope, freshRateWindow, http, newIp, newTenant, type RawAnswer } from "../support/api.js";
 
 // The rate windows a tenant's callers share (docs/limits.md): each end user has a window of its

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { unseal, type Sealed } from "@feeds/kit";
 import { startPrivateRedis, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { openApiSchema, routes, type RouteDef } from "@feeds/sdk";
+import { openApiSchema, routes, type RouteDef } from "@feeds/node";
 import { http } from "../support/api.js";
 
 // The SDK's route table (what its clients call; sdk/test/routes.test.ts holds each method to its

@@ -9,7 +9,7 @@ import {
   type Activity,
   type Page,
   type UserCredentialOptions,
-} from "@feeds/sdk";
+} from "@feeds/node";
 import { PASSWORD, http, newIp, newOperator, newTenant, staffToken, uniqueEmail, type TestTenant } from "../support/api.js";
 
 // Every SDK method whose route exists, called through ServerClient / UserClient / OperatorClient

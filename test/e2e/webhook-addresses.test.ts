@@ -3,7 +3,7 @@ import { lookup } from "node:dns/promises";
 import { hostname } from "node:os";
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { envelope, http, newIp } from "../support/api.js";
 import { testInfra } from "../support/infra.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { connect } from "nats";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createServerToken } from "@feeds/sdk";
+import { createServerToken } from "@feeds/node";
 import { startPrivateNats, type PrivateServer } from "../../scripts/infra.mjs";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
 import { http, newIp } from "../support/api.js";

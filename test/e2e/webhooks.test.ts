@@ -1,6 +1,6 @@
 import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { OperatorClient, ServerClient } from "@feeds/sdk";
+import { OperatorClient, ServerClient } from "@feeds/node";
 import { baseUrl, envelope, http, newIp, newOperator, newTenant, staffToken, type TestTenant, queueDrained } from "../support/api.js";
 import { until } from "../support/until.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";

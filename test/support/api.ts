@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { inject } from "vitest";
-import { HttpClient, createServerToken, createUserToken } from "@feeds/sdk";
+import { HttpClient, createServerToken, createUserToken } from "@feeds/node";
 import { connectRedis, type RedisConn } from "@feeds/kit";
 
 export const baseUrl = () => inject("baseUrl");

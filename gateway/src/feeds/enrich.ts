@@ -1,6 +1,6 @@
 import type { CallOptions } from "@connectrpc/connect";
 import type { Activity } from "@feeds/proto/feeds/feed/v1/feed";
-import type { FeedPageQuery, FeedParams } from "@feeds/sdk";
+import type { FeedPageQuery, FeedParams } from "@feeds/contract";
 import type { TenantAuth } from "../auth.js";
 import { cursorOf } from "../define.js";
 import type { Clients } from "@feeds/kit";

@@ -11,7 +11,7 @@ import {
   pageQuery,
   secretSchema,
   tenantIdParams,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import { page, teammateJson, tenantJson } from "../json.js";

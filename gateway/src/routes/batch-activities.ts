@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/feed";
-import { batchActivitiesBody, batchActivityItem, batchResultSchema } from "@feeds/sdk";
+import { batchActivitiesBody, batchActivityItem, batchResultSchema } from "@feeds/contract";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";

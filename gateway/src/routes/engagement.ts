@@ -19,7 +19,7 @@ import {
   replySchema,
   requestLimits,
   unreactParams,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { page } from "../json.js";
 import type { Clients } from "@feeds/kit";

@@ -11,7 +11,7 @@ import {
   inspectorActivityPage,
   isActivityId,
   patchActivityBody,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { activityJson, actorUserJson } from "../feeds/activity-json.js";
 import { enrich, enrichOne, feedPage, operatorViewer, viewerOf, type FeedPageClients } from "../feeds/enrich.js";

@@ -14,7 +14,7 @@ import {
   suggestionsSchema,
   unfollowParams,
   unfollowQuery,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";

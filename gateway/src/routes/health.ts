@@ -1,5 +1,5 @@
 import { cachedRead, queueDepth, type Clients, type Config, type QueueDepth, type QueueName, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
-import { healthSchema, queueDepthSchema, queueParams, readinessSchema } from "@feeds/sdk";
+import { healthSchema, queueDepthSchema, queueParams, readinessSchema } from "@feeds/contract";
 import type { RouteTable } from "../define.js";
 import { createReadiness, within } from "../readiness.js";
 

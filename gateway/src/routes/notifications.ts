@@ -7,7 +7,7 @@ import {
   notificationPageSchema,
   notificationSignalQuery,
   notificationSignalSchema,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
 import type { Clients } from "@feeds/kit";

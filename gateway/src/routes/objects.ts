@@ -11,7 +11,7 @@ import {
   objectsByRefSchema,
   patchObjectBody,
   putObjectBody,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";

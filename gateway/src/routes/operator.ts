@@ -17,7 +17,7 @@ import {
   teammateSchema,
   tenantSchema,
   userListPage,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import type { FastifyReply } from "fastify";
 import { addressBucket } from "../client-address.js";
 import { cursorOf, rateHeaders, type RouteTable } from "../define.js";

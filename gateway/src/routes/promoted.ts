@@ -6,7 +6,7 @@ import {
   promotedPageQuery,
   promotedRecordPage,
   promotedRecordSchema,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";

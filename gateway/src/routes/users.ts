@@ -7,7 +7,7 @@ import {
   upsertUserBody,
   userIdParams,
   userSchema,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";

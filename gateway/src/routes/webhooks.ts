@@ -9,7 +9,7 @@ import {
   webhookEventRecordPage,
   webhookIdParams,
   webhookPageQuery,
-} from "@feeds/sdk";
+} from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 

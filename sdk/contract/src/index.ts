@@ -1,18 +1,17 @@
 /**
- * @feeds/sdk — client for the multi-tenant activity-feed service.
+ * @feeds/contract — the public API of the activity-feed service, as data.
  *
- * - token helpers: createServerToken, createUserToken, parseDuration
- * - one error type: FeedsApiError (code, status, requestId, retryAfterSeconds, fields, url)
- * - clients: ServerClient, UserClient, OperatorClient (each also has raw()/request() and call())
- * - the route table (`routes`) the clients are built on, with the zod schemas of every request
- *   (`schemas*.ts`) and answer (`responses*.ts`); the types (`types.ts`) are inferred from them
+ * - the route table (`routes`, `feedApiRoutes`, `operatorRoutes`, `adminRoutes`): verb, path,
+ *   who may call it, and the zod schemas of its request and of each answer
+ * - the schemas of every request (`schemas*.ts`) and answer (`responses*.ts`), and the types
+ *   inferred from them (`types.ts`)
+ * - the request limits (`requestLimits`) and the error codes of the interface (`ErrorCodes`)
+ *
+ * The gateway validates and documents every route from this table; @feeds/node and
+ * @feeds/client build their methods on it.
  */
-export * from "./tokens.js";
 export * from "./errors.js";
-export * from "./http.js";
 export type * from "./types.js";
-export * from "./clients.js";
-export * from "./operator-client.js";
 export * from "./limits.js";
 export * from "./route-def.js";
 export * from "./routes.js";

@@ -1,6 +1,6 @@
 import { HttpClient } from "./http.js";
 import { BaseClient, pageQuery, parseFeedRef, type ClientOptions, type FeedRef } from "./client-base.js";
-import { adminRoutes as admin, operatorRoutes as op } from "./routes-operator.js";
+import { adminRoutes as admin, operatorRoutes as op } from "@feeds/contract";
 import type {
   AdminQueues,
   AdminTenant,
@@ -26,7 +26,7 @@ import type {
   UserListItem,
   WebhookDestination,
   WebhookEventRecord,
-} from "./types.js";
+} from "@feeds/contract";
 
 // ---------------------------------------------------------------------------------------------
 // Operator client (operator console and platform admin: routes.operator, routes.admin)

@@ -1,4 +1,4 @@
-import { FeedsApiError, ErrorCodes } from "./errors.js";
+import { FeedsApiError, ErrorCodes } from "@feeds/contract";
 
 /**
  * HTTP core: one `HttpClient` per base URL and credential.

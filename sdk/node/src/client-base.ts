@@ -1,8 +1,8 @@
 import type { z } from "zod";
 import type { CallSpec, HttpClient, HttpOptions, Query, RawResponse, RequestSpec } from "./http.js";
-import { checkAnswer, pathOf, type RouteAnswer, type RouteAnswerAt, type RouteDef } from "./route-def.js";
-import { healthRoutes } from "./routes.js";
-import type { Health, Page, PageParams, QueueDepth, QueueName, Readiness, SignalResult } from "./types.js";
+import { checkAnswer, pathOf, type RouteAnswer, type RouteAnswerAt, type RouteDef } from "@feeds/contract";
+import { healthRoutes } from "@feeds/contract";
+import type { Health, Page, PageParams, QueueDepth, QueueName, Readiness, SignalResult } from "@feeds/contract";
 
 // What every client shares: feed refs, paging, token minting, and BaseClient, which calls the
 // routes of the route table (routes.ts) and answers the health routes.

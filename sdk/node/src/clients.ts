@@ -2,7 +2,7 @@ import { decodeJwt } from "jose";
 import { HttpClient, defaultSleep } from "./http.js";
 import { createServerToken, createUserToken, parseDuration, DEFAULT_USER_TOKEN_EXPIRES_IN } from "./tokens.js";
 import { BaseClient, MintedToken, feedRefString, pageQuery, parseFeedRef, type ClientOptions, type FeedRef } from "./client-base.js";
-import { feedApiRoutes as api, serverRoutes, userRoutes } from "./routes.js";
+import { feedApiRoutes as api, serverRoutes, userRoutes } from "@feeds/contract";
 import type {
   Activity,
   AddActivityInput,
@@ -42,7 +42,7 @@ import type {
   User,
   UserInput,
   WebhookDestination,
-} from "./types.js";
+} from "@feeds/contract";
 
 export { paginate, parseFeedRef, feedRefString, BaseClient, type ClientOptions, type FeedRef, type RouteInput } from "./client-base.js";
 

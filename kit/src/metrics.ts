@@ -27,6 +27,10 @@ export interface Metrics {
   registry: Registry;
   /** Every command the process's MongoDB driver started, by command name and work (command monitoring). */
   mongoCommands: Counter<"command" | "work">;
+  /** Seconds from a MongoDB command's start to its reply, by command name and outcome (ok, failed). */
+  mongoCommandDuration: Histogram<"command" | "outcome">;
+  /** 1, labelled with the build this process runs (BUILD_VERSION) and its Node.js version. */
+  buildInfo: Gauge<"version" | "node_version">;
   /** Gateway requests: route template (`unmatched` for 404s), method, status. */
   httpDuration: Histogram<"route" | "method" | "status_code">;
   /** Calls served (in process or over gRPC): full service name, method, Connect code (`OK`). */
@@ -67,6 +71,19 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
       name: "feeds_mongodb_commands_total",
       help: "MongoDB commands started by this process's driver, by command name and the work they ran for",
       labelNames: ["command", "work"] as const,
+      registers,
+    }),
+    mongoCommandDuration: new Histogram({
+      name: "feeds_mongodb_command_duration_seconds",
+      help: "Seconds from a MongoDB command's start to its reply as this process's driver saw it, by command name and outcome (ok, failed)",
+      labelNames: ["command", "outcome"] as const,
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    buildInfo: new Gauge({
+      name: "feeds_build_info",
+      help: "Always 1: the build this process runs (BUILD_VERSION) and its Node.js version, as labels",
+      labelNames: ["version", "node_version"] as const,
       registers,
     }),
     httpDuration: new Histogram({

@@ -20,7 +20,12 @@ export async function connectMongo(
     // Counted by command name: the figure "database commands per request" is read from it.
     monitorCommands: metrics !== undefined,
   });
-  if (metrics) client.on("commandStarted", (e) => metrics.mongoCommands.inc({ command: e.commandName, work: currentWork() }));
+  if (metrics) {
+    client.on("commandStarted", (e) => metrics.mongoCommands.inc({ command: e.commandName, work: currentWork() }));
+    // The driver's own names (find, update, hello, ...): a bounded set, whatever a client sends.
+    client.on("commandSucceeded", (e) => metrics.mongoCommandDuration.observe({ command: e.commandName, outcome: "ok" }, e.duration / 1000));
+    client.on("commandFailed", (e) => metrics.mongoCommandDuration.observe({ command: e.commandName, outcome: "failed" }, e.duration / 1000));
+  }
   await client.connect();
   return { client, db: client.db(config.FEEDS_NAMESPACE), close: () => client.close() };
 }

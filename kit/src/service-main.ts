@@ -40,6 +40,7 @@ export function createInfra(config: Config, log: Logger, name: string): Infra {
   let nats: Promise<Nats> | undefined;
   const metrics = processMetrics();
   metrics.fanoutLagTenants.setLimit(config.METRICS_TOP_TENANTS);
+  metrics.buildInfo.set({ version: config.BUILD_VERSION, node_version: process.version }, 1);
   return {
     config,
     log,

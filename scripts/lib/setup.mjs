@@ -122,8 +122,8 @@ export function ensurePromtool() {
 export function checkAlertRules() {
   ensurePromtool();
   log("alert rules (promtool)");
-  run("promtool", ["check", "rules", "deploy/prometheus/alerts.yaml"]);
-  run("promtool", ["test", "rules", "deploy/prometheus/alerts.test.yaml"]);
+  run("promtool", ["check", "rules", "deploy/helm/feeds/files/alerts.yaml"]);
+  run("promtool", ["test", "rules", "deploy/helm/feeds/files/alerts.test.yaml"]);
 }
 
 export async function ensureInfrastructure() {

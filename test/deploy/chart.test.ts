@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,7 +9,7 @@ import { services, workers } from "../../scripts/lib/system.mjs";
 import { buildK8sTools } from "../../scripts/k8s-check/tools.mjs";
 
 // deploy/helm/feeds rendered by a pinned helm (built from the Go module proxy into .cache/) for the
-// default values and for values-production.yaml: `helm lint --strict`, then every object
+// default values, values-production.yaml and the monolith profile: `helm lint --strict`, then every object
 // strict-decoded offline into the Kubernetes API's Go types (scripts/k8s-check), then the shape
 // the platform needs. docker-compose.yml loads (compose-go: schema, interpolation, merges) and
 // names every process the chart runs.
@@ -143,6 +145,38 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
         expect(gw.startupProbe.httpGet.path).toBe("/v1/health");
       });
 
+      it("runs every pod as the release's ServiceAccount, with no API token mounted", () => {
+        const [account] = ofKind("ServiceAccount");
+        expect(account.metadata.name).toBe(release);
+        expect(account.automountServiceAccountToken).toBe(false);
+        for (const d of ofKind("Deployment")) expect(d.spec.template.spec.serviceAccountName, d.metadata.name).toBe(release);
+      });
+
+      it(`installs the alert rules and the dashboard from the chart's one copy ${v.monitoring ? "(enabled)" : "only when enabled (they are not)"}`, () => {
+        if (!v.monitoring) {
+          expect(ofKind("PrometheusRule")).toEqual([]);
+          expect(ofKind("ConfigMap")).toEqual([]);
+          return;
+        }
+        const file = readFileSync(join(chart, "files/alerts.yaml"), "utf8");
+        const alerts = [...file.matchAll(/^\s*- alert: (\w+)$/gm)].map((m) => m[1]);
+        expect(alerts.length).toBeGreaterThanOrEqual(7);
+        const [rule] = ofKind("PrometheusRule");
+        expect(rule.metadata.labels.release).toBe("kube-prometheus-stack");
+        const rules = rule.spec.groups.flatMap((g: any) => g.rules);
+        expect(rules.map((r: any) => r.alert)).toEqual(alerts);
+        // Each runbook_url is the base plus a page of docs/runbooks.md that has the alert's section.
+        const runbooks = readFileSync(join(root, "docs/runbooks.md"), "utf8");
+        for (const r of rules) {
+          expect(r.annotations.runbook_url, r.alert).toBe(`https://git.example.com/feeds/feeds/-/blob/v1.0.0/docs/runbooks.md#${r.alert.toLowerCase()}`);
+          expect(runbooks, r.alert).toContain(`\n## ${r.alert}\n`);
+        }
+        expect(rules.find((r: any) => r.alert === "FeedsDeadLetters").annotations.summary).toBe("Tasks in the {{ $labels.queue }} dead-letter stream");
+        const [dashboard] = ofKind("ConfigMap");
+        expect(dashboard.metadata.labels.grafana_dashboard).toBe("1");
+        expect(JSON.parse(dashboard.data["feeds.json"])).toEqual(JSON.parse(readFileSync(join(chart, "files/dashboard.json"), "utf8")));
+      });
+
       it("gives every container resources and the hardened securityContext", () => {
         for (const d of ofKind("Deployment")) {
           const pod = d.spec.template.spec;
@@ -247,6 +281,77 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
       }
     });
   }
+
+  describe("the monolith profile (values-monolith.yaml)", () => {
+    let objects: any[] = [];
+    const ofKind = (kind: string) => objects.filter((o) => o.kind === kind);
+    beforeAll(() => {
+      const lint = run(tools.helm, ["lint", "--strict", chart, "-f", join(chart, "values-monolith.yaml")]);
+      expect(lint.stdout + lint.stderr).toContain("1 chart(s) linted, 0 chart(s) failed");
+      objects = render(["values-monolith.yaml"]);
+    });
+
+    it("runs the whole system as one Deployment of system/dist/main.js, with the keys of tenancy and notification and no service keys", () => {
+      expect(ofKind("Deployment").map((d) => d.metadata.name)).toEqual([`${release}-gateway`]);
+      const pod = ofKind("Deployment")[0].spec.template.spec;
+      expect(pod.initContainers).toBeUndefined();
+      const [c] = pod.containers;
+      expect(c.command).toEqual(["node", "system/dist/main.js"]);
+      const env: any[] = c.env;
+      const names = env.map((e) => e.name);
+      expect(names.filter((n) => n.endsWith("_URL")).sort()).toEqual(["MONGO_URL", "NATS_URL", "REDIS_URL"]);
+      expect(names).not.toContain("FEEDS_SERVICE_KEY");
+      expect(names).not.toContain("FEEDS_CALLER_KEYS");
+      expect(names).not.toContain("FEEDS_ROLE");
+      expect(env.find((e) => e.name === "FEEDS_MASTER_KEY").valueFrom.secretKeyRef).toEqual({ name: "feeds-secrets", key: "FEEDS_MASTER_KEY" });
+      expect(env.find((e) => e.name === "FEEDS_WEBHOOK_KEY").valueFrom.secretKeyRef).toEqual({ name: "feeds-secrets", key: "FEEDS_WEBHOOK_KEY" });
+      expect(c.readinessProbe.httpGet.port).toBe("http");
+      expect(c.resources).toEqual({ requests: { cpu: "500m", memory: "512Mi" }, limits: { cpu: "2", memory: "1Gi" } });
+      expect(ofKind("Deployment")[0].spec.replicas).toBe(1);
+      expect(ofKind("HorizontalPodAutoscaler")).toEqual([]);
+      // Its Service, budget and policy, and nothing of the split layout.
+      expect(ofKind("Service").map((s) => s.metadata.name)).toEqual([`${release}-gateway`]);
+      expect(ofKind("PodDisruptionBudget").map((s) => s.metadata.name)).toEqual([`${release}-gateway`]);
+      expect(ofKind("NetworkPolicy").map((s) => s.metadata.name)).toEqual([`${release}-gateway`]);
+    });
+  });
+
+  it("values.schema.json refuses a misspelt or misplaced value and a mode it does not know, naming it", () => {
+    for (const [args, message] of [
+      [["--set", "gatway.replicas=3"], "additional properties 'gatway' not allowed"],
+      [["--set", "config.natsReplica=3"], "at '/config': additional properties 'natsReplica' not allowed"],
+      [["--set", "services.search.replicas=1"], "invalid propertyName 'search'"],
+      [["--set", "mode=mono"], "/mode"],
+      [["--set", "config.natsReplicas=9"], "/config/natsReplicas"],
+    ] as const) {
+      const r = run(tools.helm, ["template", release, chart, ...args]);
+      expect(r.status, args.join(" ")).not.toBe(0);
+      expect(r.stderr, args.join(" ")).toContain(message);
+    }
+    // A values file is held to it as well.
+    const dir = mkdtempSync(join(tmpdir(), "feeds-values-"));
+    try {
+      writeFileSync(join(dir, "typo.yaml"), "workers:\n  fanout:\n    autoscalling: { enabled: false }\n");
+      const r = run(tools.helm, ["lint", "--strict", chart, "-f", join(dir, "typo.yaml")]);
+      expect(r.status).not.toBe(0);
+      expect(r.stdout + r.stderr).toContain("additional properties 'autoscalling' not allowed");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("packages the alert rules and the dashboard, not their tests", () => {
+    const dir = mkdtempSync(join(tmpdir(), "feeds-chart-"));
+    try {
+      const r = run(tools.helm, ["package", chart, "-d", dir]);
+      expect(r.status, r.stderr).toBe(0);
+      const listed = run("tar", ["-tzf", join(dir, "feeds-0.3.0.tgz")]).stdout.split("\n");
+      expect(listed).toEqual(expect.arrayContaining(["feeds/files/alerts.yaml", "feeds/files/dashboard.json", "feeds/values.schema.json", "feeds/values-monolith.yaml"]));
+      expect(listed.filter((f) => f.endsWith(".test.yaml"))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it("the checker refuses a misspelt field and a field in the wrong place, naming each", () => {
     const rendered = run(tools.helm, ["template", release, chart]).stdout;

@@ -102,6 +102,24 @@ describe("metrics", () => {
     expect(delta(`${RPC}_count`, { service: "feeds.feed.v1.FeedService", method: "GetActivity", code: "NotFound" })).toBe(1);
   });
 
+  it("exports its build, and times each MongoDB command its driver starts by command name once it answers", async () => {
+    const DURATION = "feeds_mongodb_command_duration_seconds";
+    const token = readerToken;
+    const before = await metrics();
+    // Unknown activity ids: each read misses every cache and asks MongoDB with a find.
+    for (let i = 0; i < 3; i++) expect((await http("GET", `/v1/activities/${randomUUID()}`, { url, token })).status).toBe(404);
+    const after = await metrics();
+    const delta = (name: string, labels: Record<string, string>) => total(after, name, labels) - total(before, name, labels);
+    expect(total(after, "feeds_build_info", { version: inject("buildVersion"), node_version: process.version })).toBe(1);
+    expect(labelValues(after, "feeds_build_info", "version").size).toBe(1);
+    expect(delta(`${DURATION}_count`, { command: "find", outcome: "ok" })).toBeGreaterThanOrEqual(3);
+    expect(delta(`${DURATION}_bucket`, { command: "find", outcome: "ok", le: "+Inf" })).toBe(delta(`${DURATION}_count`, { command: "find", outcome: "ok" }));
+    expect(delta(`${DURATION}_sum`, { command: "find", outcome: "ok" })).toBeGreaterThan(0);
+    // A command is timed when it answers, so never more are timed than were started.
+    expect(total(after, `${DURATION}_count`)).toBeLessThanOrEqual(total(after, "feeds_mongodb_commands_total"));
+    expect(total(after, `${DURATION}_count`)).toBeGreaterThan(0);
+  });
+
   it("counts head, activity, user and object cache hits per key, and the miss after a write", async () => {
     const cache = (m: Map<string, number>, name: string, result: "hit" | "miss") => total(m, CACHE, { cache: name, result });
     const before = await metrics();
@@ -211,7 +229,7 @@ describe("metrics", () => {
   });
 
   it("every metric the Grafana dashboard and the alert rules query is in a scrape", async () => {
-    const dashboard = JSON.parse(readFileSync(new URL("../../deploy/grafana/feeds.json", import.meta.url), "utf8"));
+    const dashboard = JSON.parse(readFileSync(new URL("../../deploy/helm/feeds/files/dashboard.json", import.meta.url), "utf8"));
     const exprs: string[] = [];
     const walk = (panels: any[]) => {
       for (const p of panels ?? []) {
@@ -221,7 +239,7 @@ describe("metrics", () => {
     };
     walk(dashboard.panels);
     // The rules' expressions: single-line, or a `|` block indented below `expr:`.
-    const rules = readFileSync(new URL("../../deploy/prometheus/alerts.yaml", import.meta.url), "utf8");
+    const rules = readFileSync(new URL("../../deploy/helm/feeds/files/alerts.yaml", import.meta.url), "utf8");
     for (const m of rules.matchAll(/^(\s*)expr: ?(\|)?(.*)\n((?:\1\s+.*\n)*)/gm)) exprs.push(m[2] ? (m[4] ?? "") : (m[3] ?? ""));
     expect(exprs.length).toBeGreaterThan(25);
     const names = new Set(exprs.flatMap(promqlMetricNames));

@@ -147,8 +147,10 @@ service's routes, the keys of that service's callers. (dict "root" $ "signer" "f
 
 {{/* Pod-level settings shared by every Deployment; takes the root context. */}}
 {{- define "feeds.podSettings" -}}
-# The processes never talk to the Kubernetes API.
-automountServiceAccountToken: false
+serviceAccountName: {{ include "feeds.serviceAccountName" . }}
+# The processes never talk to the Kubernetes API (serviceAccount.automountToken: for a sidecar or
+# a mesh that needs the token).
+automountServiceAccountToken: {{ .Values.serviceAccount.automountToken }}
 securityContext:
   {{- toYaml .Values.podSecurityContext | nindent 2 }}
 {{- with .Values.imagePullSecrets }}
@@ -169,9 +171,28 @@ tolerations:
 {{- end }}
 {{- end }}
 
+{{/* The pods' ServiceAccount: the chart's own (serviceAccount.create), or one named. */}}
+{{- define "feeds.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "feeds.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the release runs the one-process system (mode: monolith). */}}
+{{- define "feeds.monolith" -}}
+{{- if eq .Values.mode "monolith" }}true{{ end }}
+{{- end }}
+
+{{/* The services deployed on their own: none in monolith mode. */}}
+{{- define "feeds.deployedServices" -}}
+{{- if include "feeds.monolith" . }}{}{{ else }}{{ toJson .Values.services }}{{ end }}
+{{- end }}
+
 {{/* Where each separately deployed service answers: every process calls its peers there. */}}
 {{- define "feeds.serviceUrls" -}}
-{{- range $name, $_ := .Values.services }}
+{{- range $name, $_ := include "feeds.deployedServices" . | fromJson }}
 - name: {{ upper $name }}_URL
   value: "http://{{ include "feeds.componentName" (dict "root" $ "component" $name) }}:{{ $.Values.grpcPort }}"
 {{- end }}
@@ -204,6 +225,7 @@ notify: notification
 {{/* Every process kind of the release, a YAML list: gateway, each service, "<worker>-worker". */}}
 {{- define "feeds.components" -}}
 - gateway
+{{- if not (include "feeds.monolith" .) }}
 {{- range $name, $_ := .Values.services }}
 - {{ $name }}
 {{- end }}
@@ -213,16 +235,19 @@ notify: notification
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
 
 {{/* The same list with each component's values: a YAML map component -> values. */}}
 {{- define "feeds.componentValues" -}}
 gateway: {{ toJson .Values.gateway }}
+{{- if not (include "feeds.monolith" .) }}
 {{- range $name, $svc := .Values.services }}
 {{ $name }}: {{ toJson $svc }}
 {{- end }}
 {{- range $name, $w := .Values.workers }}
 {{- if $w.enabled }}
 {{ $name }}-worker: {{ toJson $w }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- end }}

@@ -59,7 +59,17 @@ export function createReadiness(deps: ReadinessDeps) {
     if (results.every((c) => c.ok || (c.name !== "nats" && c.name !== "redis"))) results.push(...(await runAll(workerChecks)));
     return { ok: results.every((c) => c.ok), checks: results };
   };
+  // This process's own readiness (GET /readyz on the metrics port, what Kubernetes routes by): what
+  // its routes need to answer, Redis and the services, not the workers (a worker that stopped
+  // must not take every gateway out of its Service).
+  const own = checks.filter((c) => c.name === "redis" || (serviceNames as readonly string[]).includes(c.name));
+  const checkOwn = async () => {
+    const results = await runAll(own);
+    return { ok: results.every((c) => c.ok), checks: results };
+  };
   return {
+    /** Redis and the seven services, shared by all callers for READY_CACHE_MS. */
+    checkOwn: cachedRead(checkOwn, config.READY_CACHE_MS),
     /**
      * Every check, shared by all callers for READY_CACHE_MS from when it started: readiness
      * costs the same however many ask, and a dependency that dies is noticed within

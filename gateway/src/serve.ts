@@ -46,13 +46,30 @@ export async function runGateway({ infra, clients, alongside = [] }: GatewayRun)
   const url = address.replace("[::1]", "127.0.0.1");
   // The queues are the system's: the gateway exports their depth (services export their own work).
   registerQueueGauges(infra.metrics, nats, log);
-  registerReadinessGauge(infra.metrics, createReadiness({ config, clients, mongo, redis, nats }), log);
-  const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
+  const readiness = createReadiness({ config, clients, mongo, redis, nats });
+  registerReadinessGauge(infra.metrics, readiness, log);
+  let stopping = false;
+  // The process's own probes, on the metrics port (the public API gains no route): live while it
+  // runs; ready while it can serve its routes and is not stopping. /v1/health/ready keeps the
+  // whole system's meaning for monitoring.
+  const metricsServer = await serveMetrics(infra.metrics, {
+    host: config.HOST,
+    port: config.METRICS_PORT,
+    probes: {
+      "/livez": async () => ({ ok: true }),
+      "/readyz": async () => {
+        if (stopping) return { ok: false, body: { ok: false, stopping: true } };
+        const r = await readiness.checkOwn();
+        return { ok: r.ok, body: r };
+      },
+    },
+  });
   log.info({ url, metrics: metricsServer.port, services: alongside.map((m) => m.name) }, "gateway listening");
   // Parent processes (npm start, the tests) read this line.
   process.stdout.write(`${JSON.stringify({ ready: true, url, metrics: metricsServer.port, staff })}\n`);
 
-  let stopping = false;
+  // SIGTERM: unready at once; the server stops accepting, answers the requests in flight and
+  // closes idle connections; then the services beside it finish their background work.
   const stop = async () => {
     if (stopping) return;
     stopping = true;

@@ -169,10 +169,26 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** `GET /metrics` on `host:port` (port 0: any free port; the answer names the one taken). */
-export async function serveMetrics(metrics: Metrics, opts: { host: string; port: number }): Promise<MetricsServer> {
+/** A probe served beside the metrics: 200 with its body when ok, 503 otherwise. */
+export type Probe = () => Promise<{ ok: boolean; body?: unknown }>;
+
+/**
+ * `GET /metrics` on `host:port` (port 0: any free port; the answer names the one taken), and the
+ * process's own probes (`/livez`, `/readyz`) when given: on this port, never the API's.
+ */
+export async function serveMetrics(metrics: Metrics, opts: { host: string; port: number; probes?: Record<string, Probe> }): Promise<MetricsServer> {
+  const probes = new Map(Object.entries(opts.probes ?? {}));
   const server = createServer((req, res) => {
-    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
+    const path = req.url?.split("?")[0] ?? "";
+    const probe = req.method === "GET" ? probes.get(path) : undefined;
+    if (probe) {
+      probe().then(
+        (r) => res.writeHead(r.ok ? 200 : 503, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(r.body ?? { ok: r.ok })),
+        () => res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ ok: false })),
+      );
+      return;
+    }
+    if (req.method !== "GET" || path !== "/metrics") {
       res.writeHead(404).end();
       return;
     }

@@ -1,8 +1,8 @@
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from "nats";
+import { AckPolicy, DeliverPolicy, Events, type ConsumerMessages, type JsMsg, type NatsConnection } from "nats";
 import type { Logger } from "./log.js";
 import { processMetrics } from "./metrics.js";
 import { isNotFound, type Nats, type QueueName } from "./nats.js";
-import { BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
+import { ALIVE_MS, BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
 // One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
 // acks, growing backoff with jitter between deliveries, and the dead-letter stream once a task
@@ -65,6 +65,39 @@ export const OUTAGE_DELIVERIES = 60;
 /** How long one pull request waits on the server; also the client's wait between consumer checks after a reconnect. */
 const PULL_EXPIRES_MS = 5_000;
 const jitter = (ms: number) => Math.round(ms * (0.75 + Math.random() * 0.5));
+/** How long `stop()` waits for the tasks in hand to finish before it returns anyway. */
+const STOP_WAIT_MS = 10_000;
+
+/** Whether each connection is up: false from a disconnect to the reconnect, and once closed. */
+const links = new WeakMap<NatsConnection, { up: boolean }>();
+function linkOf(nc: NatsConnection): { up: boolean } {
+  let link = links.get(nc);
+  if (!link) {
+    const state = { up: true };
+    links.set(nc, (link = state));
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === Events.Disconnect) state.up = false;
+        else if (s.type === Events.Reconnect) state.up = true;
+      }
+    })().catch(() => undefined);
+  }
+  return link;
+}
+
+/** This process's started, not yet stopped, queue workers. */
+const running = new Set<QueueWorker>();
+
+/**
+ * Whether this process's consumer loops all run: at least one started, and each seen alive (its
+ * consume loop beating, so connected to NATS and pulling) within ALIVE_MS. A worker process's
+ * health follows it, so that Kubernetes sees a worker whose loop stopped as not ready.
+ */
+export function consumersServing(now = Date.now()): boolean {
+  if (running.size === 0) return false;
+  for (const w of running) if (now - w.lastAlive() > ALIVE_MS) return false;
+  return true;
+}
 
 const unavailableCodes = new Set(["503", "408", "TIMEOUT", "DISCONNECT", "CONNECTION_CLOSED", "CONNECTION_DRAINING", "CONNECTION_REFUSED", "CONNECTION_TIMEOUT"]);
 
@@ -213,7 +246,11 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         // still recovering), waits one expiry before the next check: with 30 s, a worker could sit
         // idle that long after NATS was back.
         messages = await consumer.consume({ max_messages: o.heartbeat ? concurrency : Math.max(concurrency * 2, 16), expires: PULL_EXPIRES_MS });
+        // Alive while the loop runs on a connection that is up: a consume iterator outlives its
+        // connection's outage (and a closed connection), and must not beat meanwhile.
+        const link = linkOf(nats.nc);
         const beat = setInterval(() => {
+          if (!link.up || nats.nc.isClosed()) return;
           alive = Date.now();
           o.beats?.beats.beat(o.beats.worker).catch(() => undefined);
         }, BEAT_MS);
@@ -233,15 +270,23 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
     }
   }
 
-  return {
+  let looping: Promise<void> | undefined;
+  const worker: QueueWorker = {
     async start() {
       await ensureConsumer();
-      void loop();
+      looping = loop();
+      running.add(worker);
     },
+    /** Takes no further task and waits (at most STOP_WAIT_MS) for those in hand to be acknowledged. */
     async stop() {
       stopped = true;
+      running.delete(worker);
       await messages?.close();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([looping, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
+      clearTimeout(timer);
     },
     lastAlive: () => alive,
   };
+  return worker;
 }

@@ -19,11 +19,15 @@ export interface ServiceModule {
   stop?(): Promise<void>;
 }
 
-function mountAll(router: ConnectRouter, modules: ServiceModule[]) {
+/** What grpc.health.v1 answers for a service name ("" for the process). */
+export type HealthStatus = (service: string) => HealthCheckResponse_ServingStatus;
+const alwaysServing: HealthStatus = () => HealthCheckResponse_ServingStatus.SERVING;
+
+function mountAll(router: ConnectRouter, modules: ServiceModule[], health: HealthStatus = alwaysServing) {
   for (const m of modules) m.routes(router);
-  // Standard gRPC health: "" and each mounted service's full name answer SERVING.
+  // Standard gRPC health: "" and each mounted service's full name answer SERVING (by default).
   router.service(Health, {
-    check: () => ({ status: HealthCheckResponse_ServingStatus.SERVING }),
+    check: (req) => ({ status: health(req.service) }),
   });
 }
 
@@ -81,13 +85,20 @@ export interface RpcServer {
 /** Serves modules over gRPC (and Connect) on HTTP/2 cleartext. */
 export async function serveModules(
   modules: ServiceModule[],
-  opts: { host: string; port: number; log: Logger; auth: InternalAuth },
+  opts: { host: string; port: number; log: Logger; auth: InternalAuth; health?: HealthStatus; closeWaitMs?: number },
 ): Promise<RpcServer> {
   const handler = connectNodeAdapter({
-    routes: (router) => mountAll(router, modules),
+    routes: (router) => mountAll(router, modules, opts.health),
     interceptors: [createServerInterceptor(opts.log, opts.auth)],
   });
   const server = http2.createServer(handler);
+  // Callers keep their HTTP/2 sessions open for good: closing waits for them, so each is told to
+  // go away (GOAWAY: its calls in flight finish, no new ones start) and destroyed if it lingers.
+  const sessions = new Set<http2.ServerHttp2Session>();
+  server.on("session", (s) => {
+    sessions.add(s);
+    s.once("close", () => sessions.delete(s));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());
@@ -96,7 +107,14 @@ export async function serveModules(
     port: (server.address() as AddressInfo).port,
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        const timer = setTimeout(() => {
+          for (const s of sessions) s.destroy();
+        }, opts.closeWaitMs ?? 10_000);
+        server.close(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+        for (const s of sessions) s.close();
       }),
   };
 }

@@ -6,7 +6,9 @@ import { processMetrics, serveMetrics, type Metrics } from "./metrics.js";
 import { connectMongo, type Mongo } from "./mongo.js";
 import { connectRedis, type RedisConn } from "./redis.js";
 import { connectNats, type Nats } from "./nats.js";
-import { serveModules, type ServiceModule } from "./rpc.js";
+import { serveModules, type HealthStatus, type ServiceModule } from "./rpc.js";
+import { consumersServing } from "./queue-worker.js";
+import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
 import { createPeerClients, type Clients } from "./clients.js";
 
 export interface Infra {
@@ -86,16 +88,28 @@ export async function runServiceMain(name: ServiceName, build: ServiceBuild): Pr
   // A worker process serves only grpc.health.v1 (for probes), once its work has started.
   if (role === "worker") await background?.();
   const served: ServiceModule = role === "worker" ? { name, routes: () => undefined } : module;
-  const server = await serveModules([served], { host: config.HOST, port: config.GRPC_PORT, log, auth });
+  // A worker is ready while its consumer loops run (connected to NATS and pulling); `liveness`
+  // answers while the process does, so that an outage of NATS makes it unready, not restarted.
+  let stopping = false;
+  const health: HealthStatus | undefined =
+    role === "worker"
+      ? (service) =>
+          service === "liveness" || (!stopping && consumersServing()) ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING
+      : (service) => (service === "liveness" || !stopping ? HealthCheckResponse_ServingStatus.SERVING : HealthCheckResponse_ServingStatus.NOT_SERVING);
+  const server = await serveModules([served], { host: config.HOST, port: config.GRPC_PORT, log, auth, health });
   if (role === "all") await background?.();
   const metricsServer = await serveMetrics(infra.metrics, { host: config.HOST, port: config.METRICS_PORT });
   log.info({ port: server.port, metrics: metricsServer.port, role }, `${name} service listening`);
   // Parent processes read this line to learn the ports.
   process.stdout.write(`${JSON.stringify({ service: name, role, port: server.port, metrics: metricsServer.port })}\n`);
+  // SIGTERM: unready at once, the background work finishes the tasks in hand, the calls in flight
+  // finish and callers are told to go away, then the connections close.
   const stop = async () => {
+    if (stopping) return;
+    stopping = true;
     if (background) await module.stop?.();
-    await metricsServer.close();
     await server.close();
+    await metricsServer.close();
     await infra.close();
     process.exit(0);
   };

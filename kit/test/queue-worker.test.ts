@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectNats, createQueueWorker, processMetrics, type Nats, type QueueWorker } from "../src/index.js";
+import { connectNats, consumersServing, createQueueWorker, processMetrics, type Nats, type QueueWorker } from "../src/index.js";
 import { createTestEnv } from "../src/testing.js";
 
 // The queue worker against real NATS JetStream, in a namespace of its own: a short ack wait finds
@@ -186,5 +186,45 @@ describe("queue worker", { timeout: 30_000 }, () => {
     expect(outage).toEqual([1, 2, 3, 4, 5]);
     expect(poison).toEqual([1, 2]);
     expect(await dlq()).toBe(before + 1);
+  });
+
+  // Last: it stops every worker of this file.
+  it("stop() waits for the task in hand to be acknowledged; the process serves only while every started consumer loop runs", { timeout: 40_000 }, async () => {
+    for (const x of workers.splice(0)) await x.stop();
+    expect(consumersServing()).toBe(false);
+    let finished = false;
+    let began!: () => void;
+    const running = new Promise<void>((r) => (began = r));
+    const w = worker("stopping", async () => {
+      began();
+      await sleep(500);
+      finished = true;
+    });
+    await w.start();
+    // Serving once its consume loop pulls (start() returns before that).
+    for (let i = 0; i < 100 && !consumersServing(); i++) await sleep(50);
+    expect(consumersServing()).toBe(true);
+    await publish("stopping");
+    await running;
+    await w.stop();
+    expect(finished).toBe(true);
+    // Acknowledged, not left for another worker: a new one on the same consumer gets nothing.
+    let again = 0;
+    const next = worker("stopping", async () => {
+      again++;
+    });
+    await next.start();
+    await sleep(2 * ACK_WAIT_MS);
+    expect(again).toBe(0);
+    expect(consumersServing()).toBe(true);
+    // One loop that stops beating (its connection gone) is enough to make the process unready.
+    const dead = await connectNats(env.config, "dead");
+    await worker("dead", async () => undefined, { nats: dead }).start();
+    for (let i = 0; i < 100 && !consumersServing(); i++) await sleep(50);
+    await dead.nc.close();
+    await sleep(6000);
+    expect(consumersServing()).toBe(false);
+    for (const x of workers) await x.stop();
+    expect(consumersServing()).toBe(false);
   });
 });

@@ -133,16 +133,24 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
         expect(deployment("notify-worker").spec.template.spec.containers[0].env.map((e: any) => e.name)).not.toContain("FEEDS_SERVICE_KEY");
       });
 
-      it("probes each service and worker over grpc.health.v1, and the gateway over HTTP", () => {
+      it("probes each service and worker over grpc.health.v1 (liveness apart from readiness), the gateway on its own /livez and /readyz, and drains every pod before SIGTERM", () => {
         for (const c of [...services, ...workerComponents]) {
           const container = deployment(c).spec.template.spec.containers[0];
           const grpcPort = container.ports.find((p: any) => p.name === "grpc").containerPort;
-          for (const probe of ["startupProbe", "livenessProbe", "readinessProbe"]) expect(container[probe]?.grpc, `${c} ${probe}`).toEqual({ port: grpcPort });
+          expect(container.startupProbe?.grpc, `${c} startupProbe`).toEqual({ port: grpcPort });
+          expect(container.readinessProbe?.grpc, `${c} readinessProbe`).toEqual({ port: grpcPort });
+          expect(container.livenessProbe?.grpc, `${c} livenessProbe`).toEqual({ port: grpcPort, service: "liveness" });
         }
         const gw = deployment("gateway").spec.template.spec.containers[0];
-        expect(gw.livenessProbe.httpGet).toEqual({ path: "/v1/health", port: "http" });
-        expect(gw.readinessProbe.httpGet).toEqual({ path: "/v1/health/ready", port: "http" });
-        expect(gw.startupProbe.httpGet.path).toBe("/v1/health");
+        // On the metrics port: the public API gains no route, and a stopped worker cannot make it unready.
+        expect(gw.livenessProbe.httpGet).toEqual({ path: "/livez", port: "metrics" });
+        expect(gw.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
+        expect(gw.startupProbe.httpGet).toEqual({ path: "/livez", port: "metrics" });
+        for (const d of ofKind("Deployment")) {
+          const pod = d.spec.template.spec;
+          expect(pod.containers[0].lifecycle?.preStop?.exec?.command, d.metadata.name).toEqual(["sleep", "5"]);
+          expect(pod.terminationGracePeriodSeconds, d.metadata.name).toBe(30);
+        }
       });
 
       it("runs every pod as the release's ServiceAccount, with no API token mounted", () => {
@@ -305,7 +313,7 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
       expect(names).not.toContain("FEEDS_ROLE");
       expect(env.find((e) => e.name === "FEEDS_MASTER_KEY").valueFrom.secretKeyRef).toEqual({ name: "feeds-secrets", key: "FEEDS_MASTER_KEY" });
       expect(env.find((e) => e.name === "FEEDS_WEBHOOK_KEY").valueFrom.secretKeyRef).toEqual({ name: "feeds-secrets", key: "FEEDS_WEBHOOK_KEY" });
-      expect(c.readinessProbe.httpGet.port).toBe("http");
+      expect(c.readinessProbe.httpGet).toEqual({ path: "/readyz", port: "metrics" });
       expect(c.resources).toEqual({ requests: { cpu: "500m", memory: "512Mi" }, limits: { cpu: "2", memory: "1Gi" } });
       expect(ofKind("Deployment")[0].spec.replicas).toBe(1);
       expect(ofKind("HorizontalPodAutoscaler")).toEqual([]);

@@ -284,6 +284,7 @@ spec:
     spec:
       {{- include "feeds.podSettings" $root | nindent 6 }}
       {{- include "feeds.topologySpread" $ctx | nindent 6 }}
+      terminationGracePeriodSeconds: {{ $root.Values.terminationGracePeriodSeconds }}
       containers:
         - name: {{ .component }}
           image: {{ include "feeds.image" $root }}
@@ -312,7 +313,9 @@ spec:
               value: {{ $root.Values.grpcPort | quote }}
             {{- include "feeds.serviceUrls" $root | trim | nindent 12 }}
           # The process answers only once MongoDB, NATS and Redis do (a worker: once its queue
-          # consumer runs): give it time to start.
+          # consumers run): give it time to start. Liveness asks for the `liveness` service,
+          # SERVING while the process runs; readiness for the process (""), which a worker answers
+          # SERVING only while its consumer loops run and any process stops answering on SIGTERM.
           startupProbe:
             grpc:
               port: {{ $root.Values.grpcPort }}
@@ -321,6 +324,7 @@ spec:
           livenessProbe:
             grpc:
               port: {{ $root.Values.grpcPort }}
+              service: liveness
             periodSeconds: 10
             timeoutSeconds: 3
             failureThreshold: 3
@@ -329,6 +333,7 @@ spec:
               port: {{ $root.Values.grpcPort }}
             periodSeconds: 5
             timeoutSeconds: 3
+          {{- include "feeds.preStop" $root | nindent 10 }}
           resources:
             {{- required (printf "resources of %s" .component) .spec.resources | toYaml | nindent 12 }}
           securityContext:
@@ -341,6 +346,19 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+{{- end }}
+
+{{/*
+A short wait before SIGTERM, so that the endpoints controller takes the pod out of its Services
+(and the callers' connections move) before the process stops accepting: takes the root context.
+*/}}
+{{- define "feeds.preStop" -}}
+{{- if .Values.preStopSleepSeconds }}
+lifecycle:
+  preStop:
+    exec:
+      command: ["sleep", "{{ .Values.preStopSleepSeconds }}"]
+{{- end }}
 {{- end }}
 
 {{/* Best-effort spread of one component's pods over zones, then nodes: takes $ctx. */}}

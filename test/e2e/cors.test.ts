@@ -213,6 +213,8 @@ describe("from memory, and changes within the bound", () => {
     // tenancy (the tenants' MongoDB) is asked nothing else.
     expect(calls({ method: "ListAllowedOrigins" })).toBeLessThanOrEqual(1);
     expect(calls({ service: "feeds.tenancy.v1.TenancyService" })).toBeLessThanOrEqual(1);
+    // The series counted above exist (tenancy served the set-up's calls): the zeros are counts.
+    expect(total(after, "feeds_rpc_duration_seconds_count", { service: "feeds.tenancy.v1.TenancyService", method: "ListAllowedOrigins" })).toBeGreaterThan(0);
   });
 
   it("a removed origin: the next actual answer has no headers; preflights stop within the bound", async () => {

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
 import { baseUrl, envelope, http, newOperator, newTenant, staffToken, type TestTenant } from "../support/api.js";
 import { scrape, total } from "../support/metrics.js";
+import { startReplica } from "../support/replica.js";
 import { until } from "../support/until.js";
 
 // CORS per tenant (docs/cors.md) through the real gateway: the origins routes, preflights answered
@@ -17,16 +19,16 @@ const exposeHeaders = "ETag, Retry-After, X-Request-Id, Idempotent-Replayed, Rat
 const newOrigin = (label: string) => `https://${label}-${randomBytes(4).toString("hex")}.example`;
 
 /** One request with an Origin header, as a browser sends it (fetch: nothing filtered). */
-async function fromOrigin(method: string, path: string, origin: string, opts: { token?: string; headers?: Record<string, string> } = {}) {
+async function fromOrigin(method: string, path: string, origin: string, opts: { token?: string; headers?: Record<string, string>; url?: string } = {}) {
   const headers: Record<string, string> = { origin, ...opts.headers };
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-  const res = await fetch(`${baseUrl()}${path}`, { method, headers });
+  const res = await fetch(`${opts.url ?? baseUrl()}${path}`, { method, headers });
   await res.arrayBuffer();
   return res;
 }
 
-const preflight = (path: string, origin: string, method = "POST") =>
-  fromOrigin("OPTIONS", path, origin, { headers: { "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" } });
+const preflight = (path: string, origin: string, method = "POST", url?: string) =>
+  fromOrigin("OPTIONS", path, origin, { url, headers: { "access-control-request-method": method, "access-control-request-headers": "authorization, content-type" } });
 
 /** The CORS headers of an answer (access-control-*), by name. */
 const corsHeaders = (res: Response) => Object.fromEntries([...res.headers].filter(([k]) => k.startsWith("access-control-")));
@@ -41,11 +43,11 @@ async function withOrigins(origins: string[]): Promise<{ t: TestTenant; owner: {
   return { t, owner };
 }
 
-/** Waits until a preflight from `origin` is (or is no longer) allowed. */
-const preflightAllows = (origin: string, allowed: boolean) =>
+/** Waits until a preflight from `origin` is (or is no longer) allowed (by the gateway at `url`). */
+const preflightAllows = (origin: string, allowed: boolean, url?: string) =>
   until(
     `a preflight from ${origin} ${allowed ? "allowed" : "refused"}`,
-    async () => ((await preflight("/v1/feeds/user/a", origin)).headers.has("access-control-allow-origin") === allowed ? true : undefined),
+    async () => ((await preflight("/v1/feeds/user/a", origin, "POST", url)).headers.has("access-control-allow-origin") === allowed ? true : undefined),
     PROPAGATION_MS,
     100,
   );
@@ -229,6 +231,37 @@ describe("from memory, and changes within the bound", () => {
     // The tenant's stamp moved: its very next request reads the tenant again.
     expect(corsHeaders(await fromOrigin("GET", "/v1/users/x", origin, { token }))).toEqual({});
     await preflightAllows(origin, false);
+    expect(Date.now() - started).toBeLessThan(PROPAGATION_MS);
+  });
+});
+
+describe("across gateway replicas", () => {
+  let second: RunningSystem;
+  beforeAll(async () => {
+    second = await startReplica();
+  });
+  afterAll(async () => {
+    await second?.stop();
+  });
+
+  it("a change made through one replica reaches the other's preflights within the bound, its actual answers at once", async () => {
+    const origin = newOrigin("rep");
+    const t = await newTenant();
+    const owner = await newOperator(t.id, "owner");
+    const token = await t.server();
+    // Warm the second replica's credential cache before the change.
+    expect(corsHeaders(await fromOrigin("GET", "/v1/users/x", origin, { token, url: second.url }))).toEqual({});
+
+    let started = Date.now();
+    expect((await http("PUT", "/operator/tenant/origins", { token: owner.token, body: { origins: [origin] } })).status).toBe(200);
+    expect((await fromOrigin("GET", "/v1/users/x", origin, { token, url: second.url })).headers.get("access-control-allow-origin")).toBe(origin);
+    await preflightAllows(origin, true, second.url);
+    expect(Date.now() - started).toBeLessThan(PROPAGATION_MS);
+
+    started = Date.now();
+    expect((await http("PUT", "/operator/tenant/origins", { token: owner.token, body: { origins: [] } })).status).toBe(200);
+    expect(corsHeaders(await fromOrigin("GET", "/v1/users/x", origin, { token, url: second.url }))).toEqual({});
+    await preflightAllows(origin, false, second.url);
     expect(Date.now() - started).toBeLessThan(PROPAGATION_MS);
   });
 });

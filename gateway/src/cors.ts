@@ -25,7 +25,16 @@ const allowHeaders = "Authorization, Content-Type, If-None-Match, Idempotency-Ke
 const exposeHeaders = "ETag, Retry-After, X-Request-Id, Idempotent-Replayed, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset";
 
 /** Paths answered to other origins at all: everything but the console's (/operator, /admin). */
-export const crossOriginPath = (url: string): boolean => !/^\/(operator|admin)(\/|\?|$)/.test(url);
+export function crossOriginPath(url: string): boolean {
+  let path = url;
+  try {
+    // As the router reads it: `/%6Fperator/…` is the console's too.
+    path = decodeURIComponent(url);
+  } catch {
+    // Not decodable: the router answers it 400 or 404 anyway.
+  }
+  return !/^\/(operator|admin)(\/|\?|$)/.test(path);
+}
 
 /**
  * Every origin some tenant allows, held in memory: reloaded from tenancy when the Redis stamp

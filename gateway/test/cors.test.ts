@@ -61,5 +61,7 @@ describe("crossOriginPath", () => {
     expect(crossOriginPath("/v1/health")).toBe(true);
     for (const p of ["/operator", "/operator/tenant", "/admin/tenants/:id/origins", "/operator?x=1"]) expect(crossOriginPath(p), p).toBe(false);
     expect(crossOriginPath("/operators-guide")).toBe(true);
+    expect(crossOriginPath("/%6Fperator/tenant")).toBe(false);
+    expect(crossOriginPath("/%E0%A4%A")).toBe(true);
   });
 });

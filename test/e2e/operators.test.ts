@@ -230,7 +230,7 @@ describe("tenant console", () => {
     for (const token of [owner.token, member.token]) {
       const res = await http("GET", "/operator/tenant", { token });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ id: t.id, name: "Console Co", api_key: t.apiKey, status: "active", created_at: expect.any(String) });
+      expect(res.body).toEqual({ id: t.id, name: "Console Co", api_key: t.apiKey, status: "active", created_at: expect.any(String), allowed_origins: [] });
     }
     const s = await http("GET", "/operator/tenant", { token: staff });
     expect(s.status).toBe(403);

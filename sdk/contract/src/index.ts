@@ -16,6 +16,7 @@ export * from "./limits.js";
 export * from "./route-def.js";
 export * from "./routes.js";
 export * from "./routes-operator.js";
+export * from "./routes-origins.js";
 export * from "./schemas.js";
 export * from "./schemas-feeds.js";
 export * from "./schemas-graph.js";

@@ -97,6 +97,11 @@ export class OperatorClient extends BaseClient {
     return this.route(op.rotateSecret);
   }
 
+  /** `PUT /operator/tenant/origins` (owner) `{origins}`: replaces the browser origins the tenant allows (CORS). */
+  setOrigins(origins: readonly string[]): Promise<Tenant> {
+    return this.route(op.setOrigins, { body: { origins } });
+  }
+
   /** `GET /operator/team` */
   team(params?: PageParams): Promise<Page<Teammate>> {
     return this.route(op.team, { query: pageQuery(params) });
@@ -206,6 +211,11 @@ export class OperatorClient extends BaseClient {
   /** `POST /admin/tenants/{id}/rotate-secret` → `{api_secret}`. */
   rotateTenantSecret(id: string): Promise<SecretResult> {
     return this.route(admin.rotateTenantSecret, { params: { id } });
+  }
+
+  /** `PUT /admin/tenants/{id}/origins` `{origins}`: replaces a tenant's allowed browser origins (CORS). */
+  setTenantOrigins(id: string, origins: readonly string[]): Promise<AdminTenant> {
+    return this.route(admin.setTenantOrigins, { params: { id }, body: { origins } });
   }
 
   /** `POST /admin/tenants/{id}/operators` `{email, name, role}` → `{teammate, invite_token, expires_at}`. */

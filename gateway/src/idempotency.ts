@@ -109,7 +109,7 @@ export function createIdempotency(app: FastifyInstance, conn: RedisConn, config:
       counted.inc({ outcome: "kept" });
     } catch (err) {
       // The marker lapses within its TTL; a retry after that runs the write again. Loud, not silent.
-      log.error({ err, requestId: req.id, status }, "idempotency record not kept: a retry after the marker lapses runs again");
+      log.error({ err, requestId: req.id, status }, "idempotency record not written");
     }
   }
 

@@ -5,10 +5,10 @@ import type { Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import type { TenantAuth } from "./auth.js";
 import { fingerprintOf, keyOf, principalOf, scopeHash } from "./idempotency-key.js";
 
-// Idempotency-Key on every POST, PUT, PATCH and DELETE (contract section 6; docs/idempotency.md).
+// Idempotency-Key on every POST, PUT, PATCH and DELETE (contract section 6; docs/requests.md).
 // One Redis hash per key, under the caller's tenant tag: first a running marker {s: run, t: the
 // owner's token, f: the request's fingerprint}, refreshed while the request runs and lapsing
-// MARKER_TTL after a crashed gateway's last refresh; then the kept answer {s: done, f, st, h, b}
+// a marker TTL after a crashed gateway's last refresh; then the kept answer {s: done, f, st, h, b}
 // for 24 hours, or {s: unkept, f, st} when the answer was too large to keep. Only the owner's
 // token finishes or releases a marker.
 
@@ -105,8 +105,9 @@ export function createIdempotency(app: FastifyInstance, conn: RedisConn, config:
         if (typeof v === "string" || typeof v === "number") headers[h] = String(v);
       }
       const args = whole ? ["done", String(status), JSON.stringify(headers), body] : ["unkept", String(status), "{}", ""];
-      await finish(1, c.key, c.token, ...args, String(RECORD_TTL_SECONDS));
-      counted.inc({ outcome: "kept" });
+      if ((await finish(1, c.key, c.token, ...args, String(RECORD_TTL_SECONDS))) === 1) counted.inc({ outcome: "kept" });
+      // Its marker lapsed while it ran (no refresh for a marker TTL: a stalled process), so a repeat may have run too.
+      else log.error({ requestId: req.id, status }, "idempotency marker lapsed while the request ran");
     } catch (err) {
       // The marker lapses within its TTL; a retry after that runs the write again. Loud, not silent.
       log.error({ err, requestId: req.id, status }, "idempotency record not written");

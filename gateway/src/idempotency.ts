@@ -151,7 +151,7 @@ export function createIdempotency(app: FastifyInstance, conn: RedisConn, config:
       const [state, f, status, headers, body] = found;
       if (f !== fingerprint) {
         counted.inc({ outcome: "conflict" });
-        throw conflict("this Idempotency-Key was used for another request (method, path, query and body must be the same)");
+        throw conflict("this Idempotency-Key was used for another request (a repeat must send the same query and body)");
       }
       if (state === "run") {
         counted.inc({ outcome: "in_flight" });

@@ -46,7 +46,7 @@ export default defineConfig({
           // The smoke subset and the Redis-heavy files, against the system on a 3-master Redis
           // Cluster of its own: a script or multi-key command whose keys span slots fails here.
           name: "e2e-redis-cluster",
-          include: ["test/e2e/{conventions,auth,users,feeds,graph,reactions,notifications,rate-limits}.test.ts", "test/redis-cluster/**/*.test.ts"],
+          include: ["test/e2e/{conventions,auth,users,feeds,graph,reactions,notifications,rate-limits,idempotency}.test.ts", "test/redis-cluster/**/*.test.ts"],
           globalSetup: ["test/support/global-setup-redis-cluster.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,

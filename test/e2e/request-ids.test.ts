@@ -42,7 +42,8 @@ describe("X-Request-Id", () => {
       ["GET", "/v1/me", {}, 401],
       ["POST", "/v1/feeds/user/a/activities", { token: server, body: { verb: "" } }, 400],
       ["POST", "/v1/feeds/user/a/activities", { token: server, rawBody: JSON.stringify({ x: "y".repeat(1024 * 1024) }) }, 400],
-      ["OPTIONS", "/v1/feeds/user/a", {}, 404],
+      // A preflight (docs/cors.md): answered 204, with CORS headers only for an allowed origin.
+      ["OPTIONS", "/v1/feeds/user/a", {}, 204],
     ];
     for (const [i, [method, path, opts, status]] of cases.entries()) {
       const id = `client.${i}:req-${"a".repeat(100)}`;

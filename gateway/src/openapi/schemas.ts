@@ -14,6 +14,9 @@ function relink(node: unknown): unknown {
   for (const [k, v] of Object.entries(node)) {
     out[k] = k === "$ref" && typeof v === "string" ? v.replace("#/definitions/", "#/components/schemas/") : relink(v);
   }
+  // A nullable named shape is `{nullable, allOf: [$ref]}`; 3.0 wants a type beside `nullable`
+  // (every named shape is an object).
+  if (out.nullable === true && Array.isArray(out.allOf) && out.type === undefined) out.type = "object";
   return out;
 }
 

@@ -158,7 +158,7 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         const release = s.admission === "exempt" ? null : await deps.overload.admit(route, tested);
         try {
           reply.code(status);
-          const out = await s.handler({ req, reply, params, query, body, ...auth } as Parameters<typeof s.handler>[0]);
+          const out = await s.handler({ req, reply, params, query, body, ...auth });
           if (out === undefined) return reply.send();
           return out;
         } finally {

@@ -53,7 +53,10 @@ function securityOf(def: RouteDef): Json[] {
       return [{ serverToken: [] }];
     case "user":
       return [{ userToken: [] }];
-    default:
+    case "operator":
+    case "member":
+    case "owner":
+    case "staff":
       return [{ operatorSession: [] }];
   }
 }

@@ -20,7 +20,11 @@ export type PageQuery = z.infer<typeof pageQuery>;
 
 export const userIdParams = z.object({ id: idString });
 // Ids minted by the server: no control characters (a NUL reached the store as a 500).
-const serverId = z.string().min(1).max(64).regex(/^[^\u0000-\u001f\u007f]+$/, "must not contain control characters");
+const serverId = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((s) => ![...s].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f), "must not contain control characters");
 export const tenantIdParams = z.object({ id: serverId });
 export const operatorIdParams = z.object({ id: serverId });
 export const queueParams = z.object({ queue: z.enum(["fanout", "notify", "webhooks"]) });

@@ -76,6 +76,7 @@ const testProjects = ["test", "sdk/contract/test", "sdk/node/test", "kit/test", 
 );
 const checks = [
   { name: "proto", what: "proto checks (buf lint, generated code, buf breaking)", cmd: process.execPath, args: [join(root, "scripts", "check-proto.mjs")] },
+  { name: "openapi", what: "OpenAPI breaking changes against the previous commit", cmd: process.execPath, args: [join(root, "scripts", "check-openapi.mjs")] },
   ...testProjects.map((dir) => ({ name: `types-${dir.replaceAll("/", "-")}`, what: `types of ${dir}`, cmd: tsc, args: ["-p", dir, "--noEmit"] })),
   { name: "eslint", what: "eslint", cmd: join(root, "node_modules", ".bin", "eslint"), args: ["--max-warnings", "0", "."] },
 ];

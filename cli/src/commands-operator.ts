@@ -66,7 +66,7 @@ const whoami: Command = {
   optionHelp: [],
   positionals: [0, 0],
   async run(ctx) {
-    const me = await ctx.operator().me();
+    const me = await ctx.operator().currentOperator();
     const tenant = ctx.currentTenant();
     const profile = ctx.profile;
     ctx.print({ operator: me, url: profile.url, expires_at: profile.session?.expires_at, profile: ctx.store.path, tenant: tenant?.id ?? null }, () => [

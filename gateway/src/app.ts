@@ -1,7 +1,10 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
-import { createRouteTable, openApiDocument } from "./define.js";
+import { operations } from "@feeds/contract";
+import { createRouteTable } from "./define.js";
+import { openApiDocument } from "./openapi/document.js";
+import { baseUrlOf } from "./openapi/served.js";
 import { createOriginUnion, installCors } from "./cors.js";
 import { installErrorHandling, installRequestIds, serverOptions } from "./http.js";
 import { createIdempotency } from "./idempotency.js";
@@ -76,8 +79,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   engagementRoutes(routes, { engagement });
   originRoutes(routes, { tenancy });
 
-  const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
-  app.get("/openapi.json", async () => doc);
+  // One handler per route of the table: a route left out stops the boot here.
+  routes.assertServes(operations);
+  // The committed docs/openapi.json with this gateway as its server (rendered once, on first ask).
+  let doc: ReturnType<typeof openApiDocument> | undefined;
+  app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: baseUrlOf(app, config.HOST) })));
   await app.ready();
   return app;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "@feeds/kit";
-import type { RouteSpec, RouteTable } from "../src/define.js";
+import { operations, type RouteDef } from "@feeds/contract";
+import type { RouteHandler, RouteTable } from "../src/define.js";
 import { healthRoutes, type HealthDeps } from "../src/routes/health.js";
 
 // Queue depth is two JetStream info calls: callers share one answer for READY_CACHE_MS, so a
@@ -9,8 +10,8 @@ import { healthRoutes, type HealthDeps } from "../src/routes/health.js";
 
 /** The health routes' handlers, with a NATS whose stream info calls are counted. */
 function routes() {
-  const specs = new Map<string, RouteSpec<unknown, unknown, unknown>>();
-  const table = { add: (s: RouteSpec<unknown, unknown, unknown>) => specs.set(s.url, s) } as unknown as RouteTable;
+  const specs = new Map<RouteDef, RouteHandler<RouteDef>>();
+  const table = { handle: (def: RouteDef, s: RouteHandler<RouteDef>) => specs.set(def, s) } as unknown as RouteTable;
   const infoCalls: string[] = [];
   const nats = {
     stream: (q: string) => `ns_${q}`,
@@ -26,7 +27,7 @@ function routes() {
   };
   const deps = { config: loadConfig({}), clients: { health: {} }, mongo: {}, redis: { redis: {}, key: (...p: string[]) => p.join(":") }, nats } as unknown as HealthDeps;
   healthRoutes(table, deps);
-  const depth = specs.get("/v1/health/queues/:queue");
+  const depth = specs.get(operations.queueDepth);
   if (!depth) throw new Error("no queue-depth route");
   const call = (queue: string) => depth.handler({ params: { queue } } as never);
   return { call, infoCalls };

@@ -1,3 +1,4 @@
+import SwaggerParser from "@apidevtools/swagger-parser";
 import { describe, expect, it } from "vitest";
 import { http, newIp, newOperator, newTenant, staffToken, type RawAnswer } from "../support/api.js";
 
@@ -7,7 +8,7 @@ import { http, newIp, newOperator, newTenant, staffToken, type RawAnswer } from 
 // prints the request that caused it, so it can be sent again by hand.
 
 type Schema = { type?: string; properties?: Record<string, Schema>; required?: string[]; items?: Schema; enum?: unknown[]; anyOf?: Schema[]; oneOf?: Schema[]; nullable?: boolean; format?: string; minimum?: number };
-type Operation = { parameters?: { name: string; in: "path" | "query"; schema: Schema }[]; requestBody?: { content: { "application/json": { schema: Schema } } } };
+type Operation = { parameters?: { name: string; in: "path" | "query" | "header"; schema: Schema }[]; requestBody?: { content: { "application/json": { schema: Schema } } } };
 
 /** mulberry32: a small PRNG, so that every run sends the same requests. */
 function prng(seed: number) {
@@ -177,7 +178,10 @@ const ENDS_CREDENTIALS = /rotate-secret|suspend|logout|revoke-tokens|disable|tea
 
 describe("fuzz", () => {
   it("every operation, every credential kind, hostile paths, queries and bodies: no 5xx, every error in the envelope", { timeout: 600_000 }, async () => {
-    const doc = (await http("GET", "/openapi.json")).body as { paths: Record<string, Record<string, Operation>> };
+    // Dereferenced: parameters, bodies and their named shapes in place of their $refs.
+    const doc = (await SwaggerParser.dereference(structuredClone((await http("GET", "/openapi.json")).body))) as unknown as {
+      paths: Record<string, Record<string, Operation>>;
+    };
     const t = await newTenant({ rate_limit_per_minute: 10_000_000 });
     const [owner, member] = [await newOperator(t.id, "owner"), await newOperator(t.id, "member")];
     const creds: Credential[] = [

@@ -670,7 +670,7 @@ describe("sdk: operator console", () => {
       operator: { id: owner.id, name: expect.any(String), email: owner.email, role: "owner", tenant_id: t.id },
     });
     expect(op.token).toBe(session.token);
-    expect(await op.me()).toEqual(session.operator);
+    expect(await op.currentOperator()).toEqual(session.operator);
     expect(await op.tenant()).toEqual({ id: t.id, name: expect.any(String), api_key: t.apiKey, status: "active", created_at: ISO });
 
     const email = uniqueEmail("mate");
@@ -712,7 +712,7 @@ describe("sdk: operator console", () => {
     expect(await apiError(op.changeRole("not-an-operator", "member"))).toMatchObject({ code: "FORBIDDEN" });
 
     expect(await op.disable(mateId)).toEqual({ ...invited.teammate, status: "disabled", invite_pending: false });
-    expect(await apiError(mate.me())).toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
+    expect(await apiError(mate.currentOperator())).toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
     expect(await op.enable(mateId)).toEqual({ ...invited.teammate, status: "active", invite_pending: false });
 
     // Rotation: the old secret stops at once (the re-mint with it is refused too).
@@ -726,8 +726,8 @@ describe("sdk: operator console", () => {
 
     await expect(op.logout()).resolves.toBeUndefined();
     expect(op.token).toBeUndefined();
-    expect(await apiError(op.me())).toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
-    expect(await apiError(operatorClient(session.token).me())).toMatchObject({ code: "UNAUTHENTICATED" });
+    expect(await apiError(op.currentOperator())).toMatchObject({ code: "UNAUTHENTICATED", status: 401 });
+    expect(await apiError(operatorClient(session.token).currentOperator())).toMatchObject({ code: "UNAUTHENTICATED" });
   });
 
   it("inspectUsers, inspectActivities, inspectFeed, inspectFollows, inspectFollowers, inspectStats", async () => {
@@ -790,7 +790,7 @@ describe("sdk: operator console", () => {
 describe("sdk: platform admin", () => {
   it("listTenants, createTenant, getTenant, suspend, reactivate, rotate, createTenantOperator, adminQueues", async () => {
     const staff = operatorClient(await staffToken());
-    expect(await staff.me()).toMatchObject({ role: "staff", tenant_id: null });
+    expect(await staff.currentOperator()).toMatchObject({ role: "staff", tenant_id: null });
 
     const name = `sdk-admin-${Date.now()}`;
     const created = await staff.createTenant({ name, rate_limit_per_minute: 1000 });

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ImportItemSchema, type ImportItem } from "@feeds/proto/feeds/feed/v1/feed";
-import { batchActivitiesBody, batchActivityItem, batchResultSchema } from "@feeds/contract";
+import { batchActivityItem, operations } from "@feeds/contract";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
@@ -29,15 +29,8 @@ function toImportItem(raw: unknown): ImportItem | null {
 
 /** POST /v1/batch/activities: cold-start import; fan-out runs, no live head keys, time unclamped. */
 export function batchActivityRoutes(r: RouteTable, clients: Pick<Clients, "feed">) {
-  r.add({
-    method: "POST",
-    url: "/v1/batch/activities",
-    auth: "server",
+  r.handle(operations.batchActivities, {
     batch: true,
-    summary: "Batch import activities (idempotent with foreign_id and time)",
-    tags: ["batch"],
-    body: batchActivitiesBody,
-    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(body.activities, toImportItem, async (items) => (await clients.feed.importActivities({ items }, call)).results, {
         withId: true,

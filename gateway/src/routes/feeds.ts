@@ -1,17 +1,5 @@
 import { forbidden, notFound, toTimestamp, validationFailed } from "@feeds/kit";
-import {
-  activityIdParams,
-  activitySchema,
-  addActivityBody,
-  addedActivitySchema,
-  feedPageQuery,
-  feedPageSchema,
-  feedParams,
-  feedSignalSchema,
-  inspectorActivityPage,
-  isActivityId,
-  patchActivityBody,
-} from "@feeds/contract";
+import { isActivityId, operations } from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { activityJson, actorUserJson } from "../feeds/activity-json.js";
 import { enrich, enrichOne, feedPage, operatorViewer, viewerOf, type FeedPageClients } from "../feeds/enrich.js";
@@ -40,18 +28,8 @@ export function matchesEtag(header: string | undefined, etag: string): boolean {
 
 /** Activities and feed reads. */
 export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
-  const tags = ["feeds"];
 
-  r.add({
-    method: "POST",
-    url: "/v1/feeds/:group/:id/activities",
-    auth: "tenant",
-    status: 201,
-    summary: "Add an activity (a live duplicate foreign_id+time answers 201 with the existing one)",
-    tags,
-    params: feedParams,
-    body: addActivityBody,
-    response: { 201: addedActivitySchema },
+  r.handle(operations.addActivity, {
     async handler({ params, body, tenant, call }) {
       let actor: string;
       let time = body.time ? new Date(body.time) : undefined;
@@ -95,28 +73,13 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/feeds/:group/:id",
-    auth: "tenant",
-    summary: "Read a feed, newest first, with actor_user and the objects sidecar",
-    tags,
-    params: feedParams,
-    query: feedPageQuery,
-    response: { 200: feedPageSchema },
+  r.handle(operations.readFeed, {
     async handler({ params, query, tenant, call }) {
       return feedPage(clients, call, params, query, viewerOf(tenant));
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/feeds/:group/:id/signal",
-    auth: "tenant",
-    summary: "Cheap change signal for a feed (ETag; If-None-Match answers 304)",
-    tags,
-    params: feedParams,
-    response: { 200: feedSignalSchema, 304: null },
+  r.handle(operations.feedSignal, {
     async handler({ req, reply, params, call }) {
       const res = await clients.feed.getSignal({ feed: { group: params.group, id: params.id } }, call);
       const etag = `"${res.version}"`;
@@ -129,29 +92,14 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/activities/:id",
-    auth: "tenant",
-    summary: "Read one activity (404 when missing or deleted)",
-    tags,
-    params: activityIdParams,
-    response: { 200: activitySchema },
+  r.handle(operations.getActivity, {
     async handler({ params, tenant, call }) {
       const res = await clients.feed.getActivity({ id: activityId(params.id) }, call);
       return enrichOne(clients, call, res.activity, viewerOf(tenant));
     },
   });
 
-  r.add({
-    method: "PATCH",
-    url: "/v1/activities/:id",
-    auth: "tenant",
-    summary: "Patch an activity's custom (paths under custom.) and/or refs",
-    tags,
-    params: activityIdParams,
-    body: patchActivityBody,
-    response: { 200: activitySchema },
+  r.handle(operations.patchActivity, {
     async handler({ params, body, tenant, call }) {
       const res = await clients.feed.patchActivity(
         {
@@ -167,43 +115,20 @@ export function feedRoutes(r: RouteTable, clients: FeedPageClients) {
     },
   });
 
-  r.add({
-    method: "DELETE",
-    url: "/v1/activities/:id",
-    auth: "tenant",
-    status: 204,
-    summary: "Soft delete an activity (user tokens only their own)",
-    tags,
-    params: activityIdParams,
-    response: { 204: null },
+  r.handle(operations.deleteActivity, {
     async handler({ params, call }) {
       await clients.feed.deleteActivity({ id: activityId(params.id) }, call);
       return undefined;
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/operator/inspect/feeds/:group/:id",
-    auth: "member",
-    summary: "Inspector: a feed as the feed read shows it (no own_reactions)",
-    tags: ["operator"],
-    params: feedParams,
-    query: feedPageQuery,
-    response: { 200: feedPageSchema },
+  r.handle(operations.inspectFeed, {
     async handler({ params, query, call }) {
       return feedPage(clients, call, params, query, operatorViewer);
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/operator/inspect/activities",
-    auth: "member",
-    summary: "Inspector: every activity of the tenant, tombstones included (time desc, id desc)",
-    tags: ["operator"],
-    query: feedPageQuery,
-    response: { 200: inspectorActivityPage },
+  r.handle(operations.inspectActivities, {
     async handler({ query, call }) {
       const res = await clients.feed.listActivities({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       const { results } = await enrich(clients, call, res.activities, { ...operatorViewer, deletedAt: true });

@@ -1,21 +1,7 @@
 import { isoOf } from "@feeds/kit";
 import type { Follow } from "@feeds/proto/feeds/graph/v1/graph";
-import {
-  batchFollowItem,
-  batchFollowsBody,
-  batchResultSchema,
-  followBody,
-  followPage,
-  followSchema,
-  followStatsSchema,
-  graphFeedParams,
-  pageQuery,
-  suggestionsQuery,
-  suggestionsSchema,
-  unfollowParams,
-  unfollowQuery,
-} from "@feeds/contract";
-import { cursorOf, type AuthKind, type RouteTable } from "../define.js";
+import { batchFollowItem, operations } from "@feeds/contract";
+import { cursorOf, type RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
 import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
@@ -32,19 +18,9 @@ const followJson = (f: Follow) => ({
 
 /** Follow, unfollow, follows, followers, stats, suggestions and batch follows. */
 export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
-  const tags = ["follows"];
 
-  r.add({
-    method: "POST",
-    url: "/v1/feeds/:group/:id/follows",
+  r.handle(operations.follow, {
     weight: followWeight,
-    auth: "tenant",
-    status: 201,
-    summary: "Follow a target feed (201 new edge, 200 existing edge; user tokens only from their own feeds)",
-    tags,
-    params: graphFeedParams,
-    body: followBody,
-    response: { 201: followSchema, 200: followSchema },
     async handler({ params, body, call, reply }) {
       const source = { group: params.group, id: params.id };
       // The graph records the history copy with the edge and completes it from its outbox.
@@ -54,16 +30,7 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     },
   });
 
-  r.add({
-    method: "DELETE",
-    url: "/v1/feeds/:group/:id/follows/:target_group/:target_id",
-    auth: "tenant",
-    status: 204,
-    summary: "Unfollow a target feed (204, also when there was no edge; keep_history=true keeps copied activities)",
-    tags,
-    params: unfollowParams,
-    query: unfollowQuery,
-    response: { 204: null },
+  r.handle(operations.unfollow, {
     async handler({ params, query, call }) {
       const source = { group: params.group, id: params.id };
       const target = { group: params.target_group, id: params.target_id };
@@ -74,50 +41,26 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
   });
 
   // The same reads for tenant tokens (open within the tenant) and for the operator console.
-  for (const [prefix, auth, who] of [
-    ["/v1/feeds", "tenant", ""],
-    ["/operator/inspect/feeds", "member", "Inspector: "],
-  ] as const satisfies readonly (readonly [string, AuthKind, string])[]) {
-    const readTags = auth === "member" ? ["operator"] : tags;
+  for (const [follows, followers, stats] of [
+    [operations.follows, operations.followers, operations.stats],
+    [operations.inspectFollows, operations.inspectFollowers, operations.inspectStats],
+  ] as const) {
 
-    r.add({
-      method: "GET",
-      url: `${prefix}/:group/:id/follows`,
-      auth,
-      summary: `${who}Who this feed follows, newest first`,
-      tags: readTags,
-      params: graphFeedParams,
-      query: pageQuery,
-      response: { 200: followPage },
+    r.handle(follows, {
       async handler({ params, query, call }) {
         const res = await clients.graph.listFollows({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
         return page(res.follows.map(followJson), res.next);
       },
     });
 
-    r.add({
-      method: "GET",
-      url: `${prefix}/:group/:id/followers`,
-      auth,
-      summary: `${who}Who follows this feed, newest first`,
-      tags: readTags,
-      params: graphFeedParams,
-      query: pageQuery,
-      response: { 200: followPage },
+    r.handle(followers, {
       async handler({ params, query, call }) {
         const res = await clients.graph.listFollowers({ feed: params, page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
         return page(res.follows.map(followJson), res.next);
       },
     });
 
-    r.add({
-      method: "GET",
-      url: `${prefix}/:group/:id/stats`,
-      auth,
-      summary: `${who}Follower and following counts of a feed`,
-      tags: readTags,
-      params: graphFeedParams,
-      response: { 200: followStatsSchema },
+    r.handle(stats, {
       async handler({ params, call }) {
         const res = await clients.graph.getStats({ feed: params }, call);
         return {
@@ -129,31 +72,16 @@ export function graphRoutes(r: RouteTable, clients: Pick<Clients, "graph">) {
     });
   }
 
-  r.add({
-    method: "GET",
-    url: "/v1/feeds/:group/:id/suggestions",
+  r.handle(operations.suggestions, {
     weight: suggestionsWeight,
-    auth: "tenant",
-    summary: "Follow suggestions: user feeds by mutual overlap, topped up by popularity (not paged)",
-    tags,
-    params: graphFeedParams,
-    query: suggestionsQuery,
-    response: { 200: suggestionsSchema },
     async handler({ params, query, call }) {
       const res = await clients.graph.suggestions({ feed: params, limit: query.limit ?? 25 }, call);
       return { results: res.suggestions.map((s) => ({ group: s.group, id: s.id, mutuals: Number(s.mutuals) })) };
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/v1/batch/follows",
-    auth: "server",
+  r.handle(operations.batchFollows, {
     batch: true,
-    summary: "Batch import follows (quiet; a duplicate edge is ok)",
-    tags: ["batch"],
-    body: batchFollowsBody,
-    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(
         body.follows,

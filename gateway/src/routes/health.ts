@@ -1,5 +1,5 @@
 import { cachedRead, queueDepth, type Clients, type Config, type QueueDepth, type QueueName, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
-import { healthSchema, queueDepthSchema, queueParams, readinessSchema } from "@feeds/contract";
+import { operations } from "@feeds/contract";
 import type { RouteTable } from "../define.js";
 import { createReadiness, within } from "../readiness.js";
 
@@ -13,7 +13,6 @@ export interface HealthDeps {
 
 export function healthRoutes(r: RouteTable, deps: HealthDeps) {
   const { config } = deps;
-  const tags = ["health"];
   const ms = config.READY_CHECK_TIMEOUT_MS;
   const readiness = createReadiness(deps);
   // Two JetStream info calls per queue, shared by every caller for READY_CACHE_MS.
@@ -24,27 +23,15 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     return read();
   };
 
-  r.add({
-    method: "GET",
-    url: "/v1/health",
-    auth: "none",
+  r.handle(operations.health, {
     admission: "exempt",
-    summary: "Liveness and the running build",
-    tags,
-    response: { 200: healthSchema },
     async handler() {
       return { status: "ok", version: config.BUILD_VERSION };
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/health/ready",
-    auth: "none",
+  r.handle(operations.ready, {
     admission: "exempt",
-    summary: "Readiness of every dependency (503 naming the failing one)",
-    tags,
-    response: { 200: readinessSchema, 503: readinessSchema },
     async handler({ reply }) {
       const { ok, checks } = await readiness.check();
       reply.code(ok ? 200 : 503);
@@ -52,15 +39,8 @@ export function healthRoutes(r: RouteTable, deps: HealthDeps) {
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/health/queues/:queue",
-    auth: "none",
+  r.handle(operations.queueDepth, {
     admission: "exempt",
-    summary: "Work-queue and dead-letter depth (fanout, notify or webhooks)",
-    tags,
-    params: queueParams,
-    response: { 200: queueDepthSchema },
     async handler({ params }) {
       return depthOf(params.queue);
     },

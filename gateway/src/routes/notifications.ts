@@ -1,13 +1,6 @@
 import { isoOf } from "@feeds/kit";
 import type { Notification } from "@feeds/proto/feeds/notification/v1/notification";
-import {
-  markNotificationsBody,
-  notificationCountsSchema,
-  notificationPageQuery,
-  notificationPageSchema,
-  notificationSignalQuery,
-  notificationSignalSchema,
-} from "@feeds/contract";
+import { operations } from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
 import type { Clients } from "@feeds/kit";
@@ -35,16 +28,8 @@ const selection = (s: true | string[] | undefined): { all?: boolean; ids?: strin
  * marks and its change signal. The notification service decides who the owner is.
  */
 export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notification">) {
-  const tags = ["notifications"];
 
-  r.add({
-    method: "GET",
-    url: "/v1/notifications",
-    auth: "tenant",
-    summary: "The notification feed, newest first, with unseen and unread counts (owner: server tokens only)",
-    tags,
-    query: notificationPageQuery,
-    response: { 200: notificationPageSchema },
+  r.handle(operations.notifications, {
     async handler({ query, call }) {
       const res = await clients.notification.listNotifications(
         { page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" },
@@ -59,14 +44,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/v1/notifications/mark",
-    auth: "tenant",
-    summary: "Mark notifications seen and/or read (true: all; or ids; read implies seen); answers the fresh counts",
-    tags,
-    body: markNotificationsBody,
-    response: { 200: notificationCountsSchema },
+  r.handle(operations.markNotifications, {
     async handler({ body, call }) {
       const res = await clients.notification.markNotifications(
         { seen: selection(body.seen), read: selection(body.read), owner: body.owner ?? "" },
@@ -76,14 +54,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/notifications/signal",
-    auth: "tenant",
-    summary: "Cheap change signal for the notification feed (ETag; If-None-Match answers 304)",
-    tags,
-    query: notificationSignalQuery,
-    response: { 200: notificationSignalSchema, 304: null },
+  r.handle(operations.notificationSignal, {
     async handler({ req, reply, query, call }) {
       const res = await clients.notification.getNotificationSignal({ owner: query.owner ?? "" }, call);
       const body = { unseen: Number(res.unseen), unread: Number(res.unread), version: Number(res.version) };

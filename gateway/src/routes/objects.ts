@@ -1,17 +1,5 @@
 import { internal, isoOf, validationFailed } from "@feeds/kit";
-import {
-  batchObjectItem,
-  batchObjectsBody,
-  batchResultSchema,
-  bulkObjectsBody,
-  bulkObjectsSchema,
-  feedObjectSchema,
-  objectParams,
-  objectRefsQuery,
-  objectsByRefSchema,
-  patchObjectBody,
-  putObjectBody,
-} from "@feeds/contract";
+import { batchObjectItem, operations } from "@feeds/contract";
 import type { FeedObject } from "@feeds/proto/feeds/catalog/v1/catalog";
 import type { RouteTable } from "../define.js";
 import { runBatch } from "../batch.js";
@@ -25,18 +13,9 @@ export const objectJson = (o: FeedObject | undefined) =>
 
 /** Objects (`type:id`) and their batch import: reads open to any token, writes server only. */
 export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
-  const tags = ["objects"];
   const refOf = (p: { type: string; id: string }) => ({ ref: { type: p.type, id: p.id } });
 
-  r.add({
-    method: "PUT",
-    url: "/v1/objects/:type/:id",
-    auth: "server",
-    summary: "Create or replace an object (201 created, 200 replaced)",
-    tags,
-    params: objectParams,
-    body: putObjectBody,
-    response: { 201: feedObjectSchema, 200: feedObjectSchema },
+  r.handle(operations.putObject, {
     async handler({ params, body, call, reply }) {
       const res = await clients.catalog.putObject({ type: params.type, id: params.id, customJson: JSON.stringify(body.custom) }, call);
       reply.code(res.created ? 201 : 200);
@@ -44,29 +23,14 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/objects/:type/:id",
-    auth: "tenant",
-    summary: "Read one object",
-    tags,
-    params: objectParams,
-    response: { 200: feedObjectSchema },
+  r.handle(operations.getObject, {
     async handler({ params, call }) {
       const res = await clients.catalog.getObject(refOf(params), call);
       return objectJson(res.object);
     },
   });
 
-  r.add({
-    method: "PATCH",
-    url: "/v1/objects/:type/:id",
-    auth: "server",
-    summary: "Patch an object's custom (`set` and `unset` paths start with custom.)",
-    tags,
-    params: objectParams,
-    body: patchObjectBody,
-    response: { 200: feedObjectSchema },
+  r.handle(operations.patchObject, {
     async handler({ params, body, call }) {
       const res = await clients.catalog.patchObject(
         { ...refOf(params), setJson: JSON.stringify(body.set ?? {}), unset: body.unset ?? [] },
@@ -76,28 +40,13 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     },
   });
 
-  r.add({
-    method: "DELETE",
-    url: "/v1/objects/:type/:id",
-    auth: "server",
-    status: 204,
-    summary: "Delete an object",
-    tags,
-    params: objectParams,
-    response: { 204: null },
+  r.handle(operations.deleteObject, {
     async handler({ params, call }) {
       await clients.catalog.deleteObject(refOf(params), call);
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/objects",
-    auth: "tenant",
-    summary: "Read many objects by ref (`refs=a:1,b:2`, at most 100); missing refs are absent",
-    tags,
-    query: objectRefsQuery,
-    response: { 200: objectsByRefSchema },
+  r.handle(operations.getObjects, {
     async handler({ query, call }) {
       const res = await clients.catalog.getObjects({ refs: query.refs }, call);
       const objects: Record<string, ReturnType<typeof objectJson>> = {};
@@ -106,15 +55,8 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/v1/objects/bulk",
+  r.handle(operations.bulkObjects, {
     weight: bulkObjectsWeight,
-    auth: "server",
-    summary: "Create or replace 1 to 100 objects (every item validated; answers them in order)",
-    tags,
-    body: bulkObjectsBody,
-    response: { 200: bulkObjectsSchema },
     async handler({ body, call }) {
       const res = await clients.catalog.bulkPutObjects(
         { objects: body.objects.map((o) => ({ type: o.type, id: o.id, customJson: JSON.stringify(o.custom) })) },
@@ -132,15 +74,8 @@ export function objectRoutes(r: RouteTable, clients: Pick<Clients, "catalog">) {
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/v1/batch/objects",
-    auth: "server",
+  r.handle(operations.batchObjects, {
     batch: true,
-    summary: "Batch import objects (idempotent upsert)",
-    tags: ["batch"],
-    body: batchObjectsBody,
-    response: { 200: batchResultSchema },
     async handler({ body, call }) {
       return runBatch(
         body.objects,

@@ -1,23 +1,7 @@
 import { createHash } from "node:crypto";
 import { unauthenticated, isoOf, type Config } from "@feeds/kit";
 import { OperatorStatus, Role } from "@feeds/proto/feeds/identity/v1/identity";
-import {
-  acceptInviteBody,
-  inviteBody,
-  inviteResultSchema,
-  loginBody,
-  operatorIdParams,
-  operatorSchema,
-  operatorSessionSchema,
-  operatorSignalSchema,
-  pageQuery,
-  roleBody,
-  secretSchema,
-  teammatePage,
-  teammateSchema,
-  tenantSchema,
-  userListPage,
-} from "@feeds/contract";
+import { operations } from "@feeds/contract";
 import type { FastifyReply } from "fastify";
 import { addressBucket } from "../client-address.js";
 import { cursorOf, rateHeaders, type RouteTable } from "../define.js";
@@ -39,7 +23,6 @@ export function operatorRoutes(
   limiter: RateLimiter,
   config: Config,
 ) {
-  const tags = ["operator"];
   const loginLimit = config.LOGIN_RATE_LIMIT_PER_MINUTE;
 
   /**
@@ -52,13 +35,7 @@ export function operatorRoutes(
     if (count > loginLimit) throw limiter.refusal(kind, window);
   }
 
-  r.add({
-    method: "GET",
-    url: "/operator/signal",
-    auth: "member",
-    summary: "Cheap change signal for the console's live tables (ETag; If-None-Match answers 304)",
-    tags,
-    response: { 200: operatorSignalSchema, 304: null },
+  r.handle(operations.signal, {
     async handler({ req, reply, call }) {
       // Each service answers its own count and version from Redis: no database query per call.
       const [activities, users, events] = await Promise.all([
@@ -79,14 +56,7 @@ export function operatorRoutes(
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/operator/login",
-    auth: "none",
-    summary: "Log in (all credential failures answer one identical 401)",
-    tags,
-    body: loginBody,
-    response: { 200: operatorSessionSchema },
+  r.handle(operations.login, {
     async handler({ req, reply, body, call }) {
       await limitAttempts("login", reply, req.ip, body.email.trim().toLowerCase());
       const res = await clients.operators.login({ email: body.email, password: body.password }, call);
@@ -94,14 +64,7 @@ export function operatorRoutes(
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/operator/invite/accept",
-    auth: "none",
-    summary: "Accept an invite (single use) and set a password",
-    tags,
-    body: acceptInviteBody,
-    response: { 200: operatorSessionSchema },
+  r.handle(operations.acceptInvite, {
     async handler({ req, reply, body, call }) {
       await limitAttempts("invite", reply, req.ip, body.token);
       const res = await clients.operators.acceptInvite({ token: body.token, password: body.password }, call);
@@ -109,114 +72,59 @@ export function operatorRoutes(
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/operator/logout",
-    auth: "operator",
-    status: 204,
-    summary: "End the calling session",
-    tags,
-    response: { 204: null },
+  r.handle(operations.logout, {
     async handler({ operator, call }) {
       await clients.operators.logout({ token: operator?.token ?? "" }, call);
       return undefined;
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/operator/me",
-    auth: "operator",
-    summary: "The calling operator",
-    tags,
-    response: { 200: operatorSchema },
+  r.handle(operations.currentOperator, {
     async handler({ operator }) {
       return operatorJson(operator?.operator);
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/operator/tenant",
-    auth: "member",
-    summary: "The operator's own tenant",
-    tags,
-    response: { 200: tenantSchema },
+  r.handle(operations.tenant, {
     async handler({ operator, call }) {
       const res = await clients.tenancy.getTenant({ id: operator?.operator.tenantId ?? "" }, call);
       return operatorTenantJson(res.tenant);
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/operator/tenant/rotate-secret",
-    auth: "owner",
-    summary: "Rotate the tenant's api secret (the old one stops at once)",
-    tags,
-    response: { 200: secretSchema },
+  r.handle(operations.rotateSecret, {
     async handler({ operator, call }) {
       const res = await clients.tenancy.rotateSecret({ id: operator?.operator.tenantId ?? "" }, call);
       return { api_secret: res.apiSecret };
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/operator/team",
-    auth: "member",
-    summary: "Operators on the caller's tenant",
-    tags,
-    query: pageQuery,
-    response: { 200: teammatePage },
+  r.handle(operations.team, {
     async handler({ query, call }) {
       const res = await clients.operators.listTeam({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
       return page(res.operators.map(teammateJson), res.next);
     },
   });
 
-  r.add({
-    method: "POST",
-    url: "/operator/team/invite",
-    auth: "owner",
-    status: 201,
-    summary: "Invite a teammate (owner)",
-    tags,
-    body: inviteBody,
-    response: { 201: inviteResultSchema },
+  r.handle(operations.invite, {
     async handler({ body, call }) {
       const res = await clients.operators.createInvite({ email: body.email, name: body.name, role: roleOf(body.role) }, call);
       return { teammate: teammateJson(res.operator), invite_token: res.inviteToken, expires_at: isoOf(res.expiresAt) };
     },
   });
 
-  r.add({
-    method: "PATCH",
-    url: "/operator/team/:id",
-    auth: "owner",
-    summary: "Change a teammate's role (owner)",
-    tags,
-    params: operatorIdParams,
-    body: roleBody,
-    response: { 200: teammateSchema },
+  r.handle(operations.changeRole, {
     async handler({ params, body, call }) {
       const res = await clients.operators.changeRole({ operatorId: params.id, role: roleOf(body.role) }, call);
       return teammateJson(res.operator);
     },
   });
 
-  for (const [action, status] of [
-    ["disable", OperatorStatus.DISABLED],
-    ["enable", OperatorStatus.ACTIVE],
+  for (const [def, status] of [
+    [operations.disable, OperatorStatus.DISABLED],
+    [operations.enable, OperatorStatus.ACTIVE],
   ] as const) {
-    r.add({
-      method: "POST",
-      url: `/operator/team/:id/${action}`,
-      auth: "owner",
-      summary: `${action === "disable" ? "Disable" : "Re-enable"} a teammate (owner)`,
-      tags,
-      params: operatorIdParams,
-      response: { 200: teammateSchema },
+    r.handle(def, {
       async handler({ params, call }) {
         const res = await clients.operators.setOperatorStatus({ operatorId: params.id, status }, call);
         return teammateJson(res.operator);
@@ -224,14 +132,7 @@ export function operatorRoutes(
     });
   }
 
-  r.add({
-    method: "GET",
-    url: "/operator/inspect/users",
-    auth: "member",
-    summary: "Inspector: the tenant's users, newest first",
-    tags,
-    query: pageQuery,
-    response: { 200: userListPage },
+  r.handle(operations.inspectUsers, {
     async handler({ query, call }) {
       const res = await clients.users.listUsers({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) } }, call);
       return page(res.users.map(userListJson), res.next);

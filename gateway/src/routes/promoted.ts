@@ -1,12 +1,5 @@
 import { notFound } from "@feeds/kit";
-import {
-  createPromotedBody,
-  isPromotedId,
-  promotedIdParams,
-  promotedPageQuery,
-  promotedRecordPage,
-  promotedRecordSchema,
-} from "@feeds/contract";
+import { isPromotedId, operations } from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import { page } from "../json.js";
@@ -14,17 +7,8 @@ import { promotedRecordJson } from "../feeds/promoted-sidecar.js";
 
 /** Promoted activities: create, list, retract (server only). */
 export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">) {
-  const tags = ["promoted"];
 
-  r.add({
-    method: "POST",
-    url: "/v1/promoted",
-    auth: "server",
-    status: 201,
-    summary: "Create a promoted activity (delivered beside first-page feed reads, never fanned out)",
-    tags,
-    body: createPromotedBody,
-    response: { 201: promotedRecordSchema },
+  r.handle(operations.createPromoted, {
     async handler({ body, call }) {
       const res = await clients.promoted.createPromoted(
         {
@@ -41,29 +25,14 @@ export function promotedRoutes(r: RouteTable, clients: Pick<Clients, "promoted">
     },
   });
 
-  r.add({
-    method: "GET",
-    url: "/v1/promoted",
-    auth: "server",
-    summary: "List the tenant's promoted activities, newest first, retracted ones included, with served_count",
-    tags,
-    query: promotedPageQuery,
-    response: { 200: promotedRecordPage },
+  r.handle(operations.listPromoted, {
     async handler({ query, call }) {
       const res = await clients.promoted.listPromoted({ page: { limit: query.limit, cursor: cursorOf(query) } }, call);
       return page(res.records.map(promotedRecordJson), res.next);
     },
   });
 
-  r.add({
-    method: "DELETE",
-    url: "/v1/promoted/:id",
-    auth: "server",
-    status: 204,
-    summary: "Retract a promoted activity (soft delete; 404 when missing or already retracted)",
-    tags,
-    params: promotedIdParams,
-    response: { 204: null },
+  r.handle(operations.retractPromoted, {
     async handler({ params, call }) {
       if (!isPromotedId(params.id)) throw notFound("promoted activity not found");
       await clients.promoted.retractPromoted({ id: params.id.toLowerCase() }, call);

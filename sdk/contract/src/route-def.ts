@@ -1,8 +1,10 @@
 import { z } from "zod";
+import type { ErrorCode } from "./errors.js";
 
-// What one route is, as data: verb, path template, who may call it, and the schemas of its
-// request and of each answer. The SDK's methods are built on these, and the gateway's OpenAPI
-// document renders the same schemas, so the two can be compared route by route.
+// What one route is, as data: verb, path template, who may call it, what it is for, and the
+// schemas of its request and of each answer. The one route table: the SDK's methods are built on
+// these, the gateway registers its handler against each and validates with its schemas, and the
+// OpenAPI document is generated from them.
 
 /**
  * Who may call a route. tenant: server or user token; server / user: that kind only;
@@ -20,6 +22,20 @@ export interface RouteDef {
   /** OpenAPI path template: `/v1/activities/{id}/reactions`. */
   readonly path: string;
   readonly auth: AuthKind;
+  /** One line for the reference: what the route does and its notable answers. */
+  readonly summary: string;
+  /** Reference sections the route is listed under. */
+  readonly tags: readonly string[];
+  /**
+   * The success status the gateway answers unless its handler picks another of `responses`
+   * (default: the lowest 2xx of `responses`).
+   */
+  readonly status?: number;
+  /**
+   * Error codes the route answers beyond those its auth kind, input and verb imply
+   * (for example CONTENT_REJECTED where a tenant's blocklist applies).
+   */
+  readonly errors?: readonly ErrorCode[];
   readonly params?: z.ZodType;
   readonly query?: z.ZodType;
   readonly body?: z.ZodType;
@@ -28,6 +44,16 @@ export interface RouteDef {
 
 /** Declares a route, keeping its literal types (the answer type comes from `responses`). */
 export const route = <const R extends RouteDef>(def: R): R => def;
+
+/** The status a route answers on success unless its handler picks another. */
+export function successStatus(def: RouteDef): number {
+  if (def.status !== undefined) return def.status;
+  const ok = Object.keys(def.responses).map(Number).filter((s) => s >= 200 && s < 300);
+  return ok.length ? Math.min(...ok) : 200;
+}
+
+/** What the gateway hands a route's handler: the parsed params, query and body of its definition. */
+export type ParsedInput<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 type BodyOf<S> = S extends z.ZodType ? z.output<S> : undefined;
 /** What a route answers: the output type of any of its response schemas (undefined for none). */
@@ -105,4 +131,22 @@ export function checkAnswer(def: RouteDef, status: number, body: unknown): void 
   }
   const unnamed = unnamedFields(parsed.data, body, "body", []);
   if (unnamed.length) throw new ResponseValidationError(name, status, unnamed);
+}
+
+/**
+ * The routes of every group by operationId: a route's key in its group, which is also the SDK's
+ * method name. Throws when two groups use one key (an operationId must name one operation).
+ */
+export function byOperationId(groups: Readonly<Record<string, Readonly<Record<string, RouteDef>>>>): Readonly<Record<string, RouteDef>> {
+  const out: Record<string, RouteDef> = {};
+  const seen = new Map<string, string>();
+  for (const [group, defs] of Object.entries(groups)) {
+    for (const [id, def] of Object.entries(defs)) {
+      const other = seen.get(id);
+      if (other !== undefined) throw new Error(`operationId ${id} is a key of both ${other} and ${group}`);
+      seen.set(id, group);
+      out[id] = def;
+    }
+  }
+  return out;
 }

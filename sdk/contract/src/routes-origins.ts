@@ -48,7 +48,15 @@ export const originsBody = z.object({
 export const distinctOrigins = (origins: readonly string[]): string[] => [...new Set(origins)];
 
 export const operatorOriginRoutes = {
-  setOrigins: route({ method: "PUT", path: "/operator/tenant/origins", auth: "owner", body: originsBody, responses: { 200: tenantSchema } }),
+  setOrigins: route({
+    method: "PUT",
+    path: "/operator/tenant/origins",
+    auth: "owner",
+    summary: "Replace the browser origins allowed to call with the tenant's tokens (at most 20)",
+    tags: ["operator"],
+    body: originsBody,
+    responses: { 200: tenantSchema },
+  }),
 };
 
 export const adminOriginRoutes = {
@@ -56,6 +64,8 @@ export const adminOriginRoutes = {
     method: "PUT",
     path: "/admin/tenants/{id}/origins",
     auth: "staff",
+    summary: "Replace a tenant's allowed browser origins (at most 20)",
+    tags: ["admin"],
     params: tenantIdParams,
     body: originsBody,
     responses: { 200: adminTenantSchema },

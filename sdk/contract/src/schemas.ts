@@ -19,8 +19,14 @@ export const pageQuery = z.object({
 export type PageQuery = z.infer<typeof pageQuery>;
 
 export const userIdParams = z.object({ id: idString });
-export const tenantIdParams = z.object({ id: z.string().min(1).max(64) });
-export const operatorIdParams = z.object({ id: z.string().min(1).max(64) });
+// Ids minted by the server: no control characters (a NUL reached the store as a 500).
+const serverId = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((s) => ![...s].some((ch) => ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f), "must not contain control characters");
+export const tenantIdParams = z.object({ id: serverId });
+export const operatorIdParams = z.object({ id: serverId });
 export const queueParams = z.object({ queue: z.enum(["fanout", "notify", "webhooks"]) });
 
 export const upsertUserBody = z.object({ custom: customObject.default({}) });

@@ -81,8 +81,8 @@ export class OperatorClient extends BaseClient {
   }
 
   /** `GET /operator/me` */
-  me(): Promise<Operator> {
-    return this.route(op.me);
+  currentOperator(): Promise<Operator> {
+    return this.route(op.currentOperator);
   }
 
   // Tenant and team

@@ -251,7 +251,7 @@ describe("OperatorClient", () => {
     const session = await op.login("o@x.io", "pw");
     expect(session.operator.role).toBe("owner");
     expect(op.token).toBe("sess-1");
-    await op.me();
+    await op.currentOperator();
     await op.logout();
     expect(op.token).toBeUndefined();
     await op.tenant();

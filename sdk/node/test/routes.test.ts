@@ -15,8 +15,8 @@ import { startFakeServer, type FakeServer } from "./fake-server.js";
 
 // The SDK's methods against its route table: every public method of a client is a route of the
 // table's groups for that client, and sends that route's verb and path (with or without a token
-// as the route's auth says); every route of those groups is a method. test/e2e/sdk-routes.test.ts
-// then holds the table against the gateway's /openapi.json.
+// as the route's auth says); every route of those groups is a method. The gateway serves the same
+// table (gateway/src/define.ts), so there is no second one to compare with.
 
 type Group = keyof typeof routes;
 const clientGroups: Record<"ServerClient" | "UserClient" | "OperatorClient", Group[]> = {

@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance } from "fastify";
 import { type Clients, type Config, type Logger, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
+import { createOriginUnion, installCors } from "./cors.js";
 import { installErrorHandling, serverOptions } from "./http.js";
 import { installHttpMetrics } from "./http-metrics.js";
 import { createOverloadGuard } from "./overload.js";
@@ -19,6 +20,7 @@ import { batchActivityRoutes } from "./routes/batch-activities.js";
 import { notificationRoutes } from "./routes/notifications.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { engagementRoutes } from "./routes/engagement.js";
+import { originRoutes } from "./routes/origins.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -56,6 +58,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const failures = createAuthFailureBudget(limiter, config.AUTH_FAILURE_LIMIT_PER_MINUTE);
   const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, failures, config });
   const routes = createRouteTable(app, { clients: { operators }, tenantAuth, failures, overload });
+  const origins = createOriginUnion({ tenancy, redis: deps.redis, log });
+  installCors(app, origins);
+  origins.start();
+  app.addHook("onClose", async () => origins.close());
 
   healthRoutes(routes, { ...deps, clients: { health } });
   userRoutes(routes, { users });
@@ -69,6 +75,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   notificationRoutes(routes, { notification });
   webhookRoutes(routes, { webhooks });
   engagementRoutes(routes, { engagement });
+  originRoutes(routes, { tenancy });
 
   const doc = openApiDocument(routes.specs, config.BUILD_VERSION);
   app.get("/openapi.json", async () => doc);

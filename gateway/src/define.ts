@@ -9,6 +9,7 @@ import type { AuthFailureBudget } from "./auth-failures.js";
 import type { OverloadGuard } from "./overload.js";
 import type { RateState } from "./rate-limit.js";
 import { parse } from "./http.js";
+import { noteCorsTenant } from "./cors.js";
 import type { Clients } from "@feeds/kit";
 
 /** Who may call a route (the SDK's route table uses the same kinds). */
@@ -93,6 +94,7 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
       case "server":
       case "user": {
         const t = await deps.tenantAuth.authenticate(authz, tenantRequest);
+        noteCorsTenant(req, t.tenant);
         if (spec.auth !== "tenant" && t.kind !== spec.auth) throw forbidden(`${spec.auth} token required`);
         const caller = t.kind === "user" ? { kind: "user" as const, userId: t.userId } : { kind: "server" as const };
         return { tenant: t, operator: null, call: scope({ tenantId: t.tenant.id, caller, requestId: rid }) };

@@ -12,7 +12,14 @@ export const tenantJson = (t: Tenant | undefined) =>
     status: t.status === TenantStatus.ACTIVE ? "active" : "suspended",
     created_at: isoOf(t.createdAt),
     rate_limit_per_minute: t.rateLimitPerMinute || null,
+    allowed_origins: [...t.allowedOrigins],
   };
+
+/** A tenant as its own operators see it: without its rate limit. */
+export const operatorTenantJson = (t: Tenant | undefined) => {
+  const j = tenantJson(t);
+  return j && { id: j.id, name: j.name, api_key: j.api_key, status: j.status, created_at: j.created_at, allowed_origins: j.allowed_origins };
+};
 
 const roleName = (r: Role) => (r === Role.STAFF ? "staff" : r === Role.OWNER ? "owner" : "member");
 

@@ -42,6 +42,7 @@ function rules<S extends DescService>(audience: ServiceName, service: S, given: 
 const table: CallRule[] = [
   ...rules("tenancy", TenancyService, {
     createTenant: secret, getTenant: gateway, listTenants: gateway, setTenantStatus: secret, rotateSecret: secret, getCredential: secret,
+    setAllowedOrigins: secret, listAllowedOrigins: gateway,
   }),
   ...rules("identity", UserService, {
     upsertUser: gateway, getUser: gateway, getUsers: ["gateway", "feed", "feed-worker", "notification"], listUsers: gateway,

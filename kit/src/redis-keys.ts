@@ -14,6 +14,13 @@ import type { WorkerName } from "./worker-beats.js";
 export const tenantVersionKey = (conn: RedisConn, tenantId: string): string => conn.tenantKey(tenantId, "ver");
 
 /**
+ * The version stamp of the set of origins some tenant allows (CORS preflights): tenancy replaces
+ * it on every change of a tenant's allowed origins; each gateway polls it and reloads the set
+ * when it moved.
+ */
+export const allowedOriginsVersionKey = (conn: RedisConn): string => conn.key("origins", "ver");
+
+/**
  * A user's revoked_before (epoch ms): identity moves it forward on a revocation; the gateway reads
  * it with each user-token request and fills it (NX) from identity when it is missing.
  */

@@ -24,7 +24,7 @@ import { cursorOf, rateHeaders, type RouteTable } from "../define.js";
 import type { Clients } from "@feeds/kit";
 import type { RateLimiter } from "../rate-limit.js";
 import { matchesEtag } from "./feeds.js";
-import { operatorJson, page, teammateJson, tenantJson, userListJson } from "../json.js";
+import { operatorJson, operatorTenantJson, page, teammateJson, userListJson } from "../json.js";
 
 const sessionJson = (s: { token: string; expiresAt?: { seconds: bigint; nanos: number }; operator?: Parameters<typeof operatorJson>[0] } | undefined) => {
   if (!s) throw unauthenticated();
@@ -144,8 +144,7 @@ export function operatorRoutes(
     response: { 200: tenantSchema },
     async handler({ operator, call }) {
       const res = await clients.tenancy.getTenant({ id: operator?.operator.tenantId ?? "" }, call);
-      const t = tenantJson(res.tenant);
-      return t && { id: t.id, name: t.name, api_key: t.api_key, status: t.status, created_at: t.created_at };
+      return operatorTenantJson(res.tenant);
     },
   });
 

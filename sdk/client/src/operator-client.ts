@@ -133,6 +133,11 @@ export class OperatorClient extends BaseClient {
     return this.route(op.rotateSecret, { call });
   }
 
+  /** `PUT /operator/tenant/origins` (owner) `{origins}`: replaces the browser origins the tenant allows (CORS). */
+  setOrigins(origins: readonly string[], call?: CallOptions): Promise<Tenant> {
+    return this.route(op.setOrigins, { body: { origins }, call });
+  }
+
   /** `GET /operator/team` */
   team(params?: PageParams, call?: CallOptions): Promise<Page<Teammate>> {
     return this.route(op.team, { query: pageQuery(params), call });
@@ -242,6 +247,11 @@ export class OperatorClient extends BaseClient {
   /** `POST /admin/tenants/{id}/rotate-secret` → `{api_secret}`. */
   rotateTenantSecret(id: string, call?: CallOptions): Promise<SecretResult> {
     return this.route(admin.rotateTenantSecret, { params: { id }, call });
+  }
+
+  /** `PUT /admin/tenants/{id}/origins` `{origins}`: replaces a tenant's allowed browser origins (CORS). */
+  setTenantOrigins(id: string, origins: readonly string[], call?: CallOptions): Promise<AdminTenant> {
+    return this.route(admin.setTenantOrigins, { params: { id }, body: { origins }, call });
   }
 
   /** `POST /admin/tenants/{id}/operators` `{email, name, role}` → `{teammate, invite_token, expires_at}`. */

@@ -20,6 +20,7 @@ export * from "./route-table.js";
 export * from "./answer-validator.js";
 export * from "./routes.js";
 export * from "./routes-operator.js";
+export * from "./routes-origins.js";
 export * from "./schemas.js";
 export * from "./schemas-feeds.js";
 export * from "./schemas-graph.js";

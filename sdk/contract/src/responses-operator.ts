@@ -35,6 +35,7 @@ export const tenantSchema = z.object({
   api_key: z.string(),
   status: z.enum(["active", "suspended"]),
   created_at: isoDateTime,
+  allowed_origins: z.array(z.string()).describe("browser origins whose pages may call the API with this tenant's tokens (CORS)"),
 });
 /** A tenant as platform staff see it: also its rate limit (null: the default applies). */
 export const adminTenantSchema = tenantSchema.extend({ rate_limit_per_minute: z.number().int().min(1).nullable() });

@@ -83,6 +83,7 @@ export const routeTable = {
     webhookDestinations: { method: "GET", path: "/operator/webhooks/destinations", auth: "member", statuses: [200] },
     sendTestWebhook: { method: "POST", path: "/operator/webhooks/test", auth: "member", statuses: [202] },
     signal: { method: "GET", path: "/operator/signal", auth: "member", statuses: [200, 304] },
+    setOrigins: { method: "PUT", path: "/operator/tenant/origins", auth: "owner", statuses: [200] },
   },
   admin: {
     listTenants: { method: "GET", path: "/admin/tenants", auth: "staff", statuses: [200] },
@@ -93,5 +94,6 @@ export const routeTable = {
     rotateTenantSecret: { method: "POST", path: "/admin/tenants/{id}/rotate-secret", auth: "staff", statuses: [200] },
     createTenantOperator: { method: "POST", path: "/admin/tenants/{id}/operators", auth: "staff", statuses: [201] },
     adminQueues: { method: "GET", path: "/admin/queues", auth: "staff", statuses: [200] },
+    setTenantOrigins: { method: "PUT", path: "/admin/tenants/{id}/origins", auth: "staff", statuses: [200] },
   },
 } as const;

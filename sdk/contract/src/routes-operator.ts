@@ -1,4 +1,5 @@
 import { route } from "./route-def.js";
+import { adminOriginRoutes, operatorOriginRoutes } from "./routes-origins.js";
 import { acceptInviteBody, createTenantBody, inviteBody, loginBody, operatorIdParams, pageQuery, roleBody, tenantIdParams } from "./schemas.js";
 import { feedPageQuery, feedParams } from "./schemas-feeds.js";
 import { graphFeedParams } from "./schemas-graph.js";
@@ -99,6 +100,7 @@ export const operatorRoutes = {
   }),
   sendTestWebhook: route({ method: "POST", path: "/operator/webhooks/test", auth: "member", responses: { 202: testWebhookSchema } }),
   signal: route({ method: "GET", path: "/operator/signal", auth: "member", responses: { 200: operatorSignalSchema, 304: null } }),
+  ...operatorOriginRoutes,
 };
 
 const tenant = "/admin/tenants/{id}";
@@ -131,4 +133,5 @@ export const adminRoutes = {
     responses: { 201: inviteResultSchema },
   }),
   adminQueues: route({ method: "GET", path: "/admin/queues", auth: "staff", responses: { 200: adminQueuesSchema } }),
+  ...adminOriginRoutes,
 };

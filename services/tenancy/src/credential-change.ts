@@ -4,16 +4,23 @@ import type { CredentialChange, TenantDoc, TenantRepository } from "./tenant-rep
 
 export interface CredentialChangeDeps {
   tenants: Pick<TenantRepository, "byId" | "change" | "undo">;
-  /** Tells every gateway replica that a tenant's credential or status changed (Redis). */
-  signalChange: (tenantId: string) => Promise<void>;
+  /** Tells every gateway replica that a tenant's credential, status or origins changed (Redis). */
+  signalChange: (tenantId: string, change: CredentialChange) => Promise<void>;
   log: Logger;
+}
+
+/** What `change` replaced in `before`. */
+function restoreOf(before: TenantDoc, change: CredentialChange): CredentialChange {
+  if ("secret" in change) return { secret: before.secret };
+  if ("status" in change) return { status: before.status };
+  return { allowed_origins: before.allowed_origins ?? [] };
 }
 
 /** Attempts of a change that other changes of the same tenant keep coming before. */
 const MAX_ATTEMPTS = 20;
 
 /**
- * Changes a tenant's secret or status all or nothing, as far as its callers can tell: the change
+ * Changes a tenant's secret, status or allowed origins all or nothing, as far as its callers can tell: the change
  * is answered only once every gateway was told (they cache credentials for up to a minute, so a
  * change they were not told of would surface later, unannounced: a rotated secret nobody was
  * handed would lock the tenant out). Redis is signalled before the write, so that while it is
@@ -32,17 +39,17 @@ export function createCredentialChanges(deps: CredentialChangeDeps) {
   async function attempt(id: string, change: CredentialChange): Promise<TenantDoc | null> {
     const before = await tenants.byId(id);
     if (!before) throw notFound("tenant not found");
-    await signalChange(id);
+    await signalChange(id, change);
     const changeId = randomUUID();
     let after: TenantDoc | null = null;
     try {
       after = await tenants.change(id, change, changeId, before.change_id ?? null);
       if (!after) return null;
-      await signalChange(id);
+      await signalChange(id, change);
       return after;
     } catch (err) {
       // The write may have landed even when its answer was lost: undo it all the same.
-      const restore = "secret" in change ? { secret: before.secret } : { status: before.status };
+      const restore = restoreOf(before, change);
       let undone: boolean;
       try {
         undone = await tenants.undo(id, changeId, { ...restore, updated_at: before.updated_at });
@@ -53,7 +60,7 @@ export function createCredentialChanges(deps: CredentialChangeDeps) {
         throw internal(err);
       }
       // Undone, or never stored (or replaced by a later change): ours is not stored.
-      if (undone) await signalChange(id).catch(() => undefined);
+      if (undone) await signalChange(id, change).catch(() => undefined);
       throw internal(err);
     }
   }

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { tenantVersionKey, type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { allowedOriginsVersionKey, tenantVersionKey, type Logger, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { createTenantRepository } from "./tenant-repository.js";
 import { createTenancyService } from "./routes.js";
@@ -17,8 +17,9 @@ export async function createTenancyModule(deps: {
   const changes = createCredentialChanges({
     tenants,
     log: deps.log,
-    signalChange: async (tenantId) => {
+    signalChange: async (tenantId, change) => {
       await deps.redis.redis.set(tenantVersionKey(deps.redis, tenantId), randomUUID());
+      if ("allowed_origins" in change) await deps.redis.redis.set(allowedOriginsVersionKey(deps.redis), randomUUID());
     },
   });
   const impl = createTenancyService({ tenants, masterKey: deps.masterKey, changes });

@@ -18,6 +18,7 @@ import {
   TenantStatus,
   type Tenant,
 } from "@feeds/proto/feeds/tenancy/v1/tenancy";
+import { distinctOrigins, originLimits, originProblem } from "@feeds/contract";
 import type { TenantDoc, TenantRepository } from "./tenant-repository.js";
 import type { CredentialChanges } from "./credential-change.js";
 
@@ -36,6 +37,7 @@ const toProto = (d: TenantDoc): Tenant =>
     status: d.status === "active" ? TenantStatus.ACTIVE : TenantStatus.SUSPENDED,
     createdAt: toTimestamp(d.created_at),
     rateLimitPerMinute: d.rate_limit_per_minute ?? 0,
+    allowedOrigins: d.allowed_origins ?? [],
   });
 
 // 256 random bits, base64url: 43 characters.
@@ -102,6 +104,23 @@ export function createTenancyService(deps: TenancyDeps): ServiceImpl<typeof Tena
       // The old secret stops at once on every gateway: the change answers once they were told.
       await deps.changes.apply(req.id, { secret: sealSecret(req.id, secret) });
       return { apiSecret: secret };
+    },
+
+    async setAllowedOrigins(req) {
+      if (req.origins.length > originLimits.origins) {
+        throw validationFailed([{ path: "origins", message: `at most ${originLimits.origins} origins` }]);
+      }
+      const fields = req.origins.flatMap((o, i) => {
+        const problem = originProblem(o);
+        return problem ? [{ path: `origins.${i}`, message: problem }] : [];
+      });
+      if (fields.length) throw validationFailed(fields);
+      // Answered once every gateway was told: the gateways answer CORS from memory.
+      return { tenant: toProto(await deps.changes.apply(req.id, { allowed_origins: distinctOrigins(req.origins) })) };
+    },
+
+    async listAllowedOrigins() {
+      return { origins: await tenants.allowedOrigins() };
     },
 
     async getCredential(req) {

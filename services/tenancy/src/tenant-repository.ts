@@ -11,6 +11,8 @@ export interface TenantDoc {
   secret: Sealed;
   status: TenantStatusValue;
   rate_limit_per_minute: number | null;
+  /** Exact browser origins allowed to call with this tenant's tokens (absent: none). */
+  allowed_origins?: string[];
   created_at: Date;
   updated_at: Date;
   /** Names the last change of secret or status: a change applies only to the state it was decided
@@ -18,8 +20,8 @@ export interface TenantDoc {
   change_id?: string;
 }
 
-/** What the gateways verify a tenant's tokens with, besides its api key. */
-export type CredentialChange = Pick<TenantDoc, "secret"> | Pick<TenantDoc, "status">;
+/** What the gateways verify a tenant's tokens with, besides its api key, and answer them by. */
+export type CredentialChange = Pick<TenantDoc, "secret"> | Pick<TenantDoc, "status"> | Required<Pick<TenantDoc, "allowed_origins">>;
 
 /** All MongoDB access for tenants. */
 export function createTenantRepository(db: Db) {
@@ -32,6 +34,11 @@ export function createTenantRepository(db: Db) {
     insert: (doc: TenantDoc) => tenants.insertOne(doc),
     byId: (id: string) => tenants.findOne({ _id: id }),
     byApiKey: (apiKey: string) => tenants.findOne({ api_key: apiKey }),
+    /** Every origin some tenant allows, each once. */
+    async allowedOrigins(): Promise<string[]> {
+      const rows = await tenants.find({ allowed_origins: { $exists: true } }, { projection: { allowed_origins: 1 } }).toArray();
+      return [...new Set(rows.flatMap((r) => r.allowed_origins ?? []))];
+    },
     /** Keyset page, newest first: (created_at desc, _id desc). */
     page(limit: number, after: { created_at: Date; id: string } | null) {
       const filter = after

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/tenancy/v1/tenancy.proto.
  */
 export const file_feeds_tenancy_v1_tenancy: GenFile = /*@__PURE__*/
-  fileDesc("Ch5mZWVkcy90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEGZlZWRzLnRlbmFuY3kudjEisgEKBlRlbmFudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2FwaV9rZXkYAyABKAkSLgoGc3RhdHVzGAQgASgOMh4uZmVlZHMudGVuYW5jeS52MS5UZW5hbnRTdGF0dXMSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHQoVcmF0ZV9saW1pdF9wZXJfbWludXRlGAYgASgFIkIKE0NyZWF0ZVRlbmFudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIdChVyYXRlX2xpbWl0X3Blcl9taW51dGUYAiABKAUiVAoUQ3JlYXRlVGVuYW50UmVzcG9uc2USKAoGdGVuYW50GAEgASgLMhguZmVlZHMudGVuYW5jeS52MS5UZW5hbnQSEgoKYXBpX3NlY3JldBgCIAEoCSIeChBHZXRUZW5hbnRSZXF1ZXN0EgoKAmlkGAEgASgJIj0KEUdldFRlbmFudFJlc3BvbnNlEigKBnRlbmFudBgBIAEoCzIYLmZlZWRzLnRlbmFuY3kudjEuVGVuYW50IkAKEkxpc3RUZW5hbnRzUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Ik4KE0xpc3RUZW5hbnRzUmVzcG9uc2USKQoHdGVuYW50cxgBIAMoCzIYLmZlZWRzLnRlbmFuY3kudjEuVGVuYW50EgwKBG5leHQYAiABKAkiVAoWU2V0VGVuYW50U3RhdHVzUmVxdWVzdBIKCgJpZBgBIAEoCRIuCgZzdGF0dXMYAiABKA4yHi5mZWVkcy50ZW5hbmN5LnYxLlRlbmFudFN0YXR1cyJDChdTZXRUZW5hbnRTdGF0dXNSZXNwb25zZRIoCgZ0ZW5hbnQYASABKAsyGC5mZWVkcy50ZW5hbmN5LnYxLlRlbmFudCIhChNSb3RhdGVTZWNyZXRSZXF1ZXN0EgoKAmlkGAEgASgJIioKFFJvdGF0ZVNlY3JldFJlc3BvbnNlEhIKCmFwaV9zZWNyZXQYASABKAkiJwoUR2V0Q3JlZGVudGlhbFJlcXVlc3QSDwoHYXBpX2tleRgBIAEoCSJVChVHZXRDcmVkZW50aWFsUmVzcG9uc2USKAoGdGVuYW50GAEgASgLMhguZmVlZHMudGVuYW5jeS52MS5UZW5hbnQSEgoKYXBpX3NlY3JldBgCIAEoCSpkCgxUZW5hbnRTdGF0dXMSHQoZVEVOQU5UX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFFRFTkFOVF9TVEFUVVNfQUNUSVZFEAESGwoXVEVOQU5UX1NUQVRVU19TVVNQRU5ERUQQAjLKBAoOVGVuYW5jeVNlcnZpY2USXQoMQ3JlYXRlVGVuYW50EiUuZmVlZHMudGVuYW5jeS52MS5DcmVhdGVUZW5hbnRSZXF1ZXN0GiYuZmVlZHMudGVuYW5jeS52MS5DcmVhdGVUZW5hbnRSZXNwb25zZRJUCglHZXRUZW5hbnQSIi5mZWVkcy50ZW5hbmN5LnYxLkdldFRlbmFudFJlcXVlc3QaIy5mZWVkcy50ZW5hbmN5LnYxLkdldFRlbmFudFJlc3BvbnNlEloKC0xpc3RUZW5hbnRzEiQuZmVlZHMudGVuYW5jeS52MS5MaXN0VGVuYW50c1JlcXVlc3QaJS5mZWVkcy50ZW5hbmN5LnYxLkxpc3RUZW5hbnRzUmVzcG9uc2USZgoPU2V0VGVuYW50U3RhdHVzEiguZmVlZHMudGVuYW5jeS52MS5TZXRUZW5hbnRTdGF0dXNSZXF1ZXN0GikuZmVlZHMudGVuYW5jeS52MS5TZXRUZW5hbnRTdGF0dXNSZXNwb25zZRJdCgxSb3RhdGVTZWNyZXQSJS5mZWVkcy50ZW5hbmN5LnYxLlJvdGF0ZVNlY3JldFJlcXVlc3QaJi5mZWVkcy50ZW5hbmN5LnYxLlJvdGF0ZVNlY3JldFJlc3BvbnNlEmAKDUdldENyZWRlbnRpYWwSJi5mZWVkcy50ZW5hbmN5LnYxLkdldENyZWRlbnRpYWxSZXF1ZXN0GicuZmVlZHMudGVuYW5jeS52MS5HZXRDcmVkZW50aWFsUmVzcG9uc2ViBnByb3RvMw", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("Ch5mZWVkcy90ZW5hbmN5L3YxL3RlbmFuY3kucHJvdG8SEGZlZWRzLnRlbmFuY3kudjEiywEKBlRlbmFudBIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEg8KB2FwaV9rZXkYAyABKAkSLgoGc3RhdHVzGAQgASgOMh4uZmVlZHMudGVuYW5jeS52MS5UZW5hbnRTdGF0dXMSLgoKY3JlYXRlZF9hdBgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHQoVcmF0ZV9saW1pdF9wZXJfbWludXRlGAYgASgFEhcKD2FsbG93ZWRfb3JpZ2lucxgHIAMoCSJCChNDcmVhdGVUZW5hbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSHQoVcmF0ZV9saW1pdF9wZXJfbWludXRlGAIgASgFIlQKFENyZWF0ZVRlbmFudFJlc3BvbnNlEigKBnRlbmFudBgBIAEoCzIYLmZlZWRzLnRlbmFuY3kudjEuVGVuYW50EhIKCmFwaV9zZWNyZXQYAiABKAkiHgoQR2V0VGVuYW50UmVxdWVzdBIKCgJpZBgBIAEoCSI9ChFHZXRUZW5hbnRSZXNwb25zZRIoCgZ0ZW5hbnQYASABKAsyGC5mZWVkcy50ZW5hbmN5LnYxLlRlbmFudCJAChJMaXN0VGVuYW50c1JlcXVlc3QSKgoEcGFnZRgBIAEoCzIcLmZlZWRzLmNvbW1vbi52MS5QYWdlUmVxdWVzdCJOChNMaXN0VGVuYW50c1Jlc3BvbnNlEikKB3RlbmFudHMYASADKAsyGC5mZWVkcy50ZW5hbmN5LnYxLlRlbmFudBIMCgRuZXh0GAIgASgJIlQKFlNldFRlbmFudFN0YXR1c1JlcXVlc3QSCgoCaWQYASABKAkSLgoGc3RhdHVzGAIgASgOMh4uZmVlZHMudGVuYW5jeS52MS5UZW5hbnRTdGF0dXMiQwoXU2V0VGVuYW50U3RhdHVzUmVzcG9uc2USKAoGdGVuYW50GAEgASgLMhguZmVlZHMudGVuYW5jeS52MS5UZW5hbnQiIQoTUm90YXRlU2VjcmV0UmVxdWVzdBIKCgJpZBgBIAEoCSIqChRSb3RhdGVTZWNyZXRSZXNwb25zZRISCgphcGlfc2VjcmV0GAEgASgJIicKFEdldENyZWRlbnRpYWxSZXF1ZXN0Eg8KB2FwaV9rZXkYASABKAkiVQoVR2V0Q3JlZGVudGlhbFJlc3BvbnNlEigKBnRlbmFudBgBIAEoCzIYLmZlZWRzLnRlbmFuY3kudjEuVGVuYW50EhIKCmFwaV9zZWNyZXQYAiABKAkiNwoYU2V0QWxsb3dlZE9yaWdpbnNSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB29yaWdpbnMYAiADKAkiRQoZU2V0QWxsb3dlZE9yaWdpbnNSZXNwb25zZRIoCgZ0ZW5hbnQYASABKAsyGC5mZWVkcy50ZW5hbmN5LnYxLlRlbmFudCIbChlMaXN0QWxsb3dlZE9yaWdpbnNSZXF1ZXN0Ii0KGkxpc3RBbGxvd2VkT3JpZ2luc1Jlc3BvbnNlEg8KB29yaWdpbnMYASADKAkqZAoMVGVuYW50U3RhdHVzEh0KGVRFTkFOVF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRURU5BTlRfU1RBVFVTX0FDVElWRRABEhsKF1RFTkFOVF9TVEFUVVNfU1VTUEVOREVEEAIyqQYKDlRlbmFuY3lTZXJ2aWNlEl0KDENyZWF0ZVRlbmFudBIlLmZlZWRzLnRlbmFuY3kudjEuQ3JlYXRlVGVuYW50UmVxdWVzdBomLmZlZWRzLnRlbmFuY3kudjEuQ3JlYXRlVGVuYW50UmVzcG9uc2USVAoJR2V0VGVuYW50EiIuZmVlZHMudGVuYW5jeS52MS5HZXRUZW5hbnRSZXF1ZXN0GiMuZmVlZHMudGVuYW5jeS52MS5HZXRUZW5hbnRSZXNwb25zZRJaCgtMaXN0VGVuYW50cxIkLmZlZWRzLnRlbmFuY3kudjEuTGlzdFRlbmFudHNSZXF1ZXN0GiUuZmVlZHMudGVuYW5jeS52MS5MaXN0VGVuYW50c1Jlc3BvbnNlEmYKD1NldFRlbmFudFN0YXR1cxIoLmZlZWRzLnRlbmFuY3kudjEuU2V0VGVuYW50U3RhdHVzUmVxdWVzdBopLmZlZWRzLnRlbmFuY3kudjEuU2V0VGVuYW50U3RhdHVzUmVzcG9uc2USXQoMUm90YXRlU2VjcmV0EiUuZmVlZHMudGVuYW5jeS52MS5Sb3RhdGVTZWNyZXRSZXF1ZXN0GiYuZmVlZHMudGVuYW5jeS52MS5Sb3RhdGVTZWNyZXRSZXNwb25zZRJgCg1HZXRDcmVkZW50aWFsEiYuZmVlZHMudGVuYW5jeS52MS5HZXRDcmVkZW50aWFsUmVxdWVzdBonLmZlZWRzLnRlbmFuY3kudjEuR2V0Q3JlZGVudGlhbFJlc3BvbnNlEmwKEVNldEFsbG93ZWRPcmlnaW5zEiouZmVlZHMudGVuYW5jeS52MS5TZXRBbGxvd2VkT3JpZ2luc1JlcXVlc3QaKy5mZWVkcy50ZW5hbmN5LnYxLlNldEFsbG93ZWRPcmlnaW5zUmVzcG9uc2USbwoSTGlzdEFsbG93ZWRPcmlnaW5zEisuZmVlZHMudGVuYW5jeS52MS5MaXN0QWxsb3dlZE9yaWdpbnNSZXF1ZXN0GiwuZmVlZHMudGVuYW5jeS52MS5MaXN0QWxsb3dlZE9yaWdpbnNSZXNwb25zZWIGcHJvdG8z", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * @generated from message feeds.tenancy.v1.Tenant
@@ -49,6 +49,14 @@ export type Tenant = Message<"feeds.tenancy.v1.Tenant"> & {
    * @generated from field: int32 rate_limit_per_minute = 6;
    */
   rateLimitPerMinute: number;
+
+  /**
+   * Exact browser origins (`scheme://host[:port]`) whose pages may call the API with this
+   * tenant's tokens (CORS).
+   *
+   * @generated from field: repeated string allowed_origins = 7;
+   */
+  allowedOrigins: string[];
 };
 
 /**
@@ -290,6 +298,77 @@ export const GetCredentialResponseSchema: GenMessage<GetCredentialResponse> = /*
   messageDesc(file_feeds_tenancy_v1_tenancy, 12);
 
 /**
+ * @generated from message feeds.tenancy.v1.SetAllowedOriginsRequest
+ */
+export type SetAllowedOriginsRequest = Message<"feeds.tenancy.v1.SetAllowedOriginsRequest"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: repeated string origins = 2;
+   */
+  origins: string[];
+};
+
+/**
+ * Describes the message feeds.tenancy.v1.SetAllowedOriginsRequest.
+ * Use `create(SetAllowedOriginsRequestSchema)` to create a new message.
+ */
+export const SetAllowedOriginsRequestSchema: GenMessage<SetAllowedOriginsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_tenancy_v1_tenancy, 13);
+
+/**
+ * @generated from message feeds.tenancy.v1.SetAllowedOriginsResponse
+ */
+export type SetAllowedOriginsResponse = Message<"feeds.tenancy.v1.SetAllowedOriginsResponse"> & {
+  /**
+   * @generated from field: feeds.tenancy.v1.Tenant tenant = 1;
+   */
+  tenant?: Tenant;
+};
+
+/**
+ * Describes the message feeds.tenancy.v1.SetAllowedOriginsResponse.
+ * Use `create(SetAllowedOriginsResponseSchema)` to create a new message.
+ */
+export const SetAllowedOriginsResponseSchema: GenMessage<SetAllowedOriginsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_tenancy_v1_tenancy, 14);
+
+/**
+ * @generated from message feeds.tenancy.v1.ListAllowedOriginsRequest
+ */
+export type ListAllowedOriginsRequest = Message<"feeds.tenancy.v1.ListAllowedOriginsRequest"> & {
+};
+
+/**
+ * Describes the message feeds.tenancy.v1.ListAllowedOriginsRequest.
+ * Use `create(ListAllowedOriginsRequestSchema)` to create a new message.
+ */
+export const ListAllowedOriginsRequestSchema: GenMessage<ListAllowedOriginsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_tenancy_v1_tenancy, 15);
+
+/**
+ * @generated from message feeds.tenancy.v1.ListAllowedOriginsResponse
+ */
+export type ListAllowedOriginsResponse = Message<"feeds.tenancy.v1.ListAllowedOriginsResponse"> & {
+  /**
+   * Distinct, in no particular order.
+   *
+   * @generated from field: repeated string origins = 1;
+   */
+  origins: string[];
+};
+
+/**
+ * Describes the message feeds.tenancy.v1.ListAllowedOriginsResponse.
+ * Use `create(ListAllowedOriginsResponseSchema)` to create a new message.
+ */
+export const ListAllowedOriginsResponseSchema: GenMessage<ListAllowedOriginsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_tenancy_v1_tenancy, 16);
+
+/**
  * @generated from enum feeds.tenancy.v1.TenantStatus
  */
 export enum TenantStatus {
@@ -370,6 +449,26 @@ export const TenancyService: GenService<{
     methodKind: "unary";
     input: typeof GetCredentialRequestSchema;
     output: typeof GetCredentialResponseSchema;
+  },
+  /**
+   * Replaces the browser origins a tenant allows (CORS); answers once every gateway was told.
+   *
+   * @generated from rpc feeds.tenancy.v1.TenancyService.SetAllowedOrigins
+   */
+  setAllowedOrigins: {
+    methodKind: "unary";
+    input: typeof SetAllowedOriginsRequestSchema;
+    output: typeof SetAllowedOriginsResponseSchema;
+  },
+  /**
+   * Internal: every origin some tenant allows (the gateway's preflight set). Never routed to HTTP.
+   *
+   * @generated from rpc feeds.tenancy.v1.TenancyService.ListAllowedOrigins
+   */
+  listAllowedOrigins: {
+    methodKind: "unary";
+    input: typeof ListAllowedOriginsRequestSchema;
+    output: typeof ListAllowedOriginsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_tenancy_v1_tenancy, 0);

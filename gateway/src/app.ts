@@ -3,7 +3,8 @@ import { type Clients, type Config, type Logger, type Mongo, type Nats, type Red
 import { createTenantAuthenticator } from "./auth.js";
 import { createRouteTable, openApiDocument } from "./define.js";
 import { createOriginUnion, installCors } from "./cors.js";
-import { installErrorHandling, serverOptions } from "./http.js";
+import { installErrorHandling, installRequestIds, serverOptions } from "./http.js";
+import { createIdempotency } from "./idempotency.js";
 import { installHttpMetrics } from "./http-metrics.js";
 import { createOverloadGuard } from "./overload.js";
 import { createAuthFailureBudget } from "./auth-failures.js";
@@ -35,10 +36,7 @@ export interface GatewayDeps {
 export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> {
   const { config, log, clients } = deps;
   const app = Fastify(serverOptions(config, log));
-  // Every answer names its request, errors included.
-  app.addHook("onRequest", async (req, reply) => {
-    reply.header("x-request-id", req.id);
-  });
+  installRequestIds(app);
   installErrorHandling(app, log);
   installHttpMetrics(app);
   const overload = createOverloadGuard({
@@ -57,7 +55,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const limiter = createRateLimiter(deps.redis);
   const failures = createAuthFailureBudget(limiter, config.AUTH_FAILURE_LIMIT_PER_MINUTE);
   const tenantAuth = createTenantAuthenticator({ clients: { tenancy, users }, redis: deps.redis, limiter, failures, config });
-  const routes = createRouteTable(app, { clients: { operators }, tenantAuth, failures, overload });
+  const idempotency = createIdempotency(app, deps.redis, config, log);
+  const routes = createRouteTable(app, { clients: { operators }, tenantAuth, failures, overload, idempotency });
   const origins = createOriginUnion({ tenancy, redis: deps.redis, log });
   installCors(app, origins);
   origins.start();

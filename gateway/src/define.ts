@@ -6,6 +6,7 @@ import { openApiSchema, type AuthKind, type ResponseSchemas } from "@feeds/contr
 import { Role, type Operator } from "@feeds/proto/feeds/identity/v1/identity";
 import { authenticateOperator, bearerOf, isJwtShaped, type TenantAuth, type TenantAuthenticator } from "./auth.js";
 import type { AuthFailureBudget } from "./auth-failures.js";
+import type { Idempotency } from "./idempotency.js";
 import type { OverloadGuard } from "./overload.js";
 import type { RateState } from "./rate-limit.js";
 import { parse } from "./http.js";
@@ -64,6 +65,8 @@ export interface RouteDeps {
   tenantAuth: TenantAuthenticator;
   failures: AuthFailureBudget;
   overload: OverloadGuard;
+  /** Writes with an Idempotency-Key: replayed, refused, or run and kept (idempotency.ts). */
+  idempotency?: Idempotency;
 }
 
 /** The IETF RateLimit header fields of where the caller stands in its window. */
@@ -156,6 +159,7 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         const params = s.params ? parse(s.params, req.params) : (undefined as unknown);
         const query = s.query ? parse(s.query, req.query) : (undefined as unknown);
         const body = s.body ? parse(s.body, req.body) : (undefined as unknown);
+        if (await deps.idempotency?.claim(req, reply, auth)) return reply;
         // Admitted only now: the body is read, the caller known and the input valid.
         const release = s.admission === "exempt" ? null : await deps.overload.admit(route, tested);
         try {

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:http";
+import { createServer, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
 import type { z } from "zod";
@@ -11,6 +11,17 @@ const WIRE_MESSAGES: Partial<Record<ErrorCode, string>> = {
   UNAUTHENTICATED: "authentication required",
   FORBIDDEN: "not allowed",
 };
+
+// Contract section 6: an inbound X-Request-Id of this form becomes the request's id; any other
+// (absent, empty, too long, other characters, or a repeated header, which Node joins with ", ")
+// is replaced by a fresh UUID. The charset keeps an id safe to echo in headers and to log.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The id of a request: the client's `X-Request-Id` when it is well formed, else a new UUID. */
+export function requestIdOf(req: Pick<IncomingMessage, "headers">): string {
+  const given = req.headers["x-request-id"];
+  return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+}
 
 /** The interface's error envelope (section 7) of `err`. */
 function envelopeOf(requestId: string, err: FeedsError): { error: Record<string, unknown> } {
@@ -53,7 +64,8 @@ export function serverOptions(config: Pick<Config, "TRUST_PROXY" | "REQUEST_TIME
   return {
     logger: false,
     trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
-    genReqId: () => randomUUID(),
+    // requestIdHeader would take any value; requestIdOf checks the client's header first.
+    genReqId: requestIdOf,
     requestIdHeader: false,
     bodyLimit: 1024 * 1024,
     // Long ids must reach validation (400), not Fastify's 414.
@@ -86,6 +98,13 @@ export function answerFrameworkError(e: Error & { code?: string }, requestId: st
     return sendError(reply, requestId, new FeedsError("NOT_FOUND", "no route matches a path segment that long"));
   }
   return sendError(reply, requestId, validationFailed([{ path: "", message: "malformed URL" }], "malformed URL"));
+}
+
+/** Every answer names its request in `X-Request-Id`, errors and unknown routes included. */
+export function installRequestIds(app: FastifyInstance): void {
+  app.addHook("onRequest", async (req, reply) => {
+    reply.header("x-request-id", req.id);
+  });
 }
 
 export function installErrorHandling(app: FastifyInstance, log: Pick<Logger, "error" | "info">) {

@@ -33,6 +33,8 @@ export interface Metrics {
   rpcDuration: Histogram<"service" | "method" | "code">;
   /** Requests refused 429, by window: normal, batch (tenant), login, invite. */
   rateLimited: Counter<"kind">;
+  /** Writes carrying an Idempotency-Key, by outcome (gateway/src/idempotency.ts). */
+  idempotentRequests: Counter<"outcome">;
   /** Deliveries of a task this process received again (JetStream's count above one). */
   queueRedeliveries: Counter<"queue">;
   /** Work-queue tasks this process finished, by queue, consumer and outcome. */
@@ -87,6 +89,12 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
       name: "feeds_rate_limited_total",
       help: "Requests refused with 429, by rate window (normal, batch, login, invite)",
       labelNames: ["kind"] as const,
+      registers,
+    }),
+    idempotentRequests: new Counter({
+      name: "feeds_idempotent_requests_total",
+      help: "Writes with an Idempotency-Key by outcome: kept (answer stored), released (5xx, 401 or 429: not stored), replayed, conflict (other request or answer not kept), in_flight (429 while the first runs)",
+      labelNames: ["outcome"] as const,
       registers,
     }),
     queueRedeliveries: new Counter({

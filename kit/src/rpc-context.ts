@@ -25,9 +25,10 @@ export const tenantKey = createContextKey<string | undefined>(undefined, { descr
 export const callerKey = createContextKey<Caller | undefined>(undefined, { description: "caller" });
 export const requestIdKey = createContextKey<string>("", { description: "request id" });
 
-// Only for logs, so a plain header; still hostile: anything but a short plain id is dropped.
+// Only for logs, so a plain header; still hostile: anything but a short plain id is dropped
+// (the gateway's form of an X-Request-Id, gateway/src/http.ts).
 const H_REQUEST = "feeds-request-id";
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface CallScope {
   tenantId?: string | undefined;

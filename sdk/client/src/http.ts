@@ -208,9 +208,9 @@ export class HttpClient {
       throw new TypeError("baseUrl must be a non-empty string");
     }
     this.baseUrl = config.baseUrl.replace(/\/+$/, "");
-    const f = config.fetch ?? globalThis.fetch;
-    if (typeof f !== "function") throw new TypeError("no fetch implementation available");
-    this.fetchImpl = f;
+    if (config.fetch === undefined && typeof globalThis.fetch !== "function") throw new TypeError("no fetch implementation available");
+    // The global fetch is called as a plain function: browsers refuse it with another `this`.
+    this.fetchImpl = config.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.maxRetries = Math.max(0, Math.floor(config.maxRetries ?? DEFAULT_MAX_RETRIES));
     this.timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.sleep = config.sleep ?? defaultSleep;

@@ -58,6 +58,9 @@ window.refused = async (apiBase, user) => {
 document.getElementById("out").textContent = "ready";
 </script>`;
 
+/** The page's module has run (evaluated in the page). */
+const ready = `document.getElementById("out")?.textContent === "ready"`;
+
 /** A tiny site: the page, the built bundle and a token endpoint minting short-lived user tokens. */
 async function startSite(t: TestTenant, bundle: Uint8Array): Promise<{ origin: string; server: Server; minted: () => number }> {
   let minted = 0;
@@ -135,9 +138,9 @@ describe("@feeds/client in headless Chromium", () => {
     tab.on("console", (m) => logs.push(m.text()));
     tab.on("pageerror", (e) => logs.push(`page error: ${e.message}`));
     await tab.goto(`${allowed.origin}/`);
-    await inPage(() => tab.waitForFunction(() => document.getElementById("out")?.textContent === "ready", undefined, { timeout: 10_000 }));
+    await inPage(() => tab.waitForFunction(ready, undefined, { timeout: 10_000 }));
     const waitMs = (TOKEN_SECONDS + CLOCK_TOLERANCE_SECONDS + 2) * 1000;
-    const result = await inPage(() => tab.evaluate(([api, wait]) => (window as unknown as { scenario: (a: string, u: string, w: number) => Promise<Record<string, unknown>> }).scenario(api, "ann", wait), [baseUrl(), waitMs] as const));
+    const result = await inPage(() => tab.evaluate(([api, wait]) => (globalThis as unknown as { scenario: (a: string, u: string, w: number) => Promise<Record<string, unknown>> }).scenario(api, "ann", wait), [baseUrl(), waitMs] as const));
     await tab.screenshot({ path: "/tmp/feeds-browser-test.png" });
 
     expect(result["timeline"]).toEqual([result["posted"]]);
@@ -151,8 +154,8 @@ describe("@feeds/client in headless Chromium", () => {
     const refusedTab = await context.newPage();
     refusedTab.on("console", (m) => logs.push(m.text()));
     await refusedTab.goto(`${other.origin}/`);
-    await inPage(() => refusedTab.waitForFunction(() => document.getElementById("out")?.textContent === "ready", undefined, { timeout: 10_000 }));
-    const refused = await inPage(() => refusedTab.evaluate((api) => (window as unknown as { refused: (a: string, u: string) => Promise<Record<string, unknown>> }).refused(api, "ann"), baseUrl()));
+    await inPage(() => refusedTab.waitForFunction(ready, undefined, { timeout: 10_000 }));
+    const refused = await inPage(() => refusedTab.evaluate((api) => (globalThis as unknown as { refused: (a: string, u: string) => Promise<Record<string, unknown>> }).refused(api, "ann"), baseUrl()));
     expect(refused).toMatchObject({ refused: true, name: "FeedsApiError", code: "INTERNAL", status: 0 });
     expect(String(refused["cause"])).toMatch(/TypeError: Failed to fetch/);
     expect(logs.join("\n")).toMatch(/blocked by CORS policy/);

@@ -145,7 +145,7 @@ function abortableSleep(sleep: (ms: number) => Promise<void>, ms: number, signal
       },
       (e: unknown) => {
         signal.removeEventListener("abort", onAbort);
-        reject(e as Error);
+        reject(e instanceof Error ? e : new Error(String(e)));
       },
     );
   });

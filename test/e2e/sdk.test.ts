@@ -671,7 +671,7 @@ describe("sdk: operator console", () => {
     });
     expect(op.token).toBe(session.token);
     expect(await op.me()).toEqual(session.operator);
-    expect(await op.tenant()).toEqual({ id: t.id, name: expect.any(String), api_key: t.apiKey, status: "active", created_at: ISO });
+    expect(await op.tenant()).toEqual({ id: t.id, name: expect.any(String), api_key: t.apiKey, status: "active", created_at: ISO, allowed_origins: [] });
 
     const email = uniqueEmail("mate");
     const invited = await op.invite({ email, name: "Mate", role: "member" });
@@ -795,7 +795,7 @@ describe("sdk: platform admin", () => {
     const name = `sdk-admin-${Date.now()}`;
     const created = await staff.createTenant({ name, rate_limit_per_minute: 1000 });
     expect(created).toEqual({
-      tenant: { id: expect.any(String), name, api_key: expect.any(String), status: "active", created_at: ISO, rate_limit_per_minute: 1000 },
+      tenant: { id: expect.any(String), name, api_key: expect.any(String), status: "active", created_at: ISO, rate_limit_per_minute: 1000, allowed_origins: [] },
       api_secret: expect.any(String),
     });
     expect(created.api_secret.length).toBeGreaterThanOrEqual(32);
@@ -834,7 +834,7 @@ describe("sdk: platform admin", () => {
     });
     const owner = operatorClient();
     expect((await owner.acceptInvite(invite.invite_token, PASSWORD)).operator).toEqual({ id: invite.teammate.id, name: "First Owner", email, role: "owner", tenant_id: id });
-    expect(await owner.tenant()).toEqual({ id, name, api_key: created.tenant.api_key, status: "active", created_at: created.tenant.created_at });
+    expect(await owner.tenant()).toEqual({ id, name, api_key: created.tenant.api_key, status: "active", created_at: created.tenant.created_at, allowed_origins: [] });
 
     expect(await staff.adminQueues()).toEqual({
       queues: [

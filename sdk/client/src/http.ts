@@ -26,6 +26,8 @@ export type Query = Record<string, QueryValue>;
 export interface TokenContext {
   /** True when the previous attempt answered UNAUTHENTICATED and a fresh token is wanted. */
   refresh: boolean;
+  /** With `refresh`: the token that was refused. */
+  refused?: string | undefined;
 }
 /** A bearer token, or a function returning one (undefined: send no Authorization header). */
 export type TokenSource =
@@ -229,11 +231,11 @@ export class HttpClient {
   }
 
   /** Resolves the current bearer token (undefined when there is none). */
-  async token(refresh = false): Promise<string | undefined> {
+  async token(refresh = false, refused?: string): Promise<string | undefined> {
     const src = this.tokenSource;
     if (src === undefined) return undefined;
     if (typeof src === "string") return src;
-    return src({ refresh });
+    return src({ refresh, refused });
   }
 
   /** Throwing, retrying JSON call; resolves with the parsed body (undefined for 204/empty). */
@@ -257,10 +259,11 @@ export class HttpClient {
     let refreshed = false;
     let refreshNext = false;
     let retries = 0;
+    const sent: { token?: string | undefined } = {};
     for (;;) {
       let error: FeedsApiError;
       try {
-        const res = await this.attempt(spec, refreshNext);
+        const res = await this.attempt(spec, refreshNext, sent);
         refreshNext = false;
         if (
           (res.status >= 200 && res.status < 300) ||
@@ -298,17 +301,19 @@ export class HttpClient {
 
   /** One attempt, no retry; never throws for an HTTP answer (network failures still throw). */
   async raw<T = unknown>(spec: RequestSpec): Promise<RawResponse<T>> {
-    return (await this.attempt(spec, false)) as RawResponse<T>;
+    return (await this.attempt(spec, false, {})) as RawResponse<T>;
   }
 
-  private async attempt(spec: RequestSpec, refresh: boolean): Promise<RawResponse> {
+  /** One request; `sent.token` is the bearer token it carried, and the one a refresh replaces. */
+  private async attempt(spec: RequestSpec, refresh: boolean, sent: { token?: string | undefined }): Promise<RawResponse> {
     const url = buildUrl(this.baseUrl, spec.path, spec.query);
     const headers: Record<string, string> = { accept: "application/json", ...this.defaultHeaders };
     for (const [k, v] of Object.entries(spec.headers ?? {})) {
       if (v !== undefined) headers[k] = v;
     }
     if (!hasHeader(headers, "authorization") && spec.auth !== false) {
-      const token = typeof spec.auth === "string" ? spec.auth : await this.token(refresh);
+      const token = typeof spec.auth === "string" ? spec.auth : await this.token(refresh, refresh ? sent.token : undefined);
+      sent.token = token;
       if (token !== undefined) headers["authorization"] = `Bearer ${token}`;
     }
     let body: string | Uint8Array | undefined;

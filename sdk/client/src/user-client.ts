@@ -16,22 +16,36 @@ export interface BrowserUserClientOptions extends ClientOptions {
 }
 
 /**
- * The provider's token, kept until the server refuses it. One call at a time: requests that start
- * while the provider runs share its answer, and so do requests refused with the same token.
+ * The provider's token, kept until the server refuses it; then the provider is asked again, once
+ * per refused token: requests refused with a token that has already been replaced (or is being
+ * replaced) get the new one without asking again.
  */
 export function providedToken(provider: TokenProvider): (ctx: TokenContext) => Promise<string> {
   let current: Promise<string> | undefined;
-  let refused: Promise<string> | undefined;
-  return async ({ refresh }) => {
-    if (refresh && current !== undefined && current === refused) return current;
-    if (current === undefined || refresh) {
-      const asked = (current = provider());
-      asked.catch(() => {
-        if (current === asked) current = undefined;
-      });
-    }
-    if (refresh) refused = current;
-    return current;
+  let latest: string | undefined;
+  let pending = false;
+  const ask = (): Promise<string> => {
+    pending = true;
+    const asked = provider();
+    current = asked;
+    asked.then(
+      (token) => {
+        if (current !== asked) return;
+        latest = token;
+        pending = false;
+      },
+      () => {
+        if (current !== asked) return;
+        current = undefined;
+        pending = false;
+      },
+    );
+    return asked;
+  };
+  return ({ refresh, refused }) => {
+    if (current === undefined) return ask();
+    if (!refresh || pending || (refused !== undefined && refused !== latest)) return current;
+    return ask();
   };
 }
 

@@ -143,6 +143,21 @@ describe("safe retries", () => {
     expect(calls).toBe(2);
     expect(server.requests.map((r) => r.headers.authorization)).toEqual(["Bearer t1", "Bearer t2", "Bearer t2"]);
 
+    // A later expiry asks again: the provider is asked once per refused token, not once per client.
+    await server.close();
+    let valid = 1;
+    server = await startFakeServer((req) =>
+      req.headers.authorization === `Bearer v${valid}` ? { status: 200, body: { id: "u1" } } : { status: 401, body: envelope("UNAUTHENTICATED") },
+    );
+    let issued = 0;
+    const renewing = new BrowserUserClient({ baseUrl: server.baseUrl, tokenProvider: async () => `v${++issued}` });
+    await renewing.me();
+    valid = 2;
+    await Promise.all([renewing.me(), renewing.me()]);
+    valid = 3;
+    await renewing.me();
+    expect(issued).toBe(3);
+
     // A provider whose new token is refused too: one more call, then the 401 is thrown.
     await server.close();
     server = await startFakeServer([{ status: 401, body: envelope("UNAUTHENTICATED") }]);

@@ -10,6 +10,7 @@ import { setPriority } from "node:os";
 import { join } from "node:path";
 import { prepareContainers, testInfraMode } from "./lib/containers.mjs";
 import { checkAlertRules, costs, ensureInstalled, log, root, setup, timed } from "./lib/setup.mjs";
+import { ensureChromium } from "./lib/chromium.mjs";
 
 const t0 = Date.now();
 const rel = (p) => p.replace(`${root}/`, "");
@@ -71,7 +72,7 @@ process.once("SIGINT", () => {
 // The checks, one after the other (one core at most); under TEST_INFRA=containers without an
 // engine there are no tests to run beside, and they run in the foreground.
 const tsc = join(root, "node_modules", ".bin", "tsc");
-const testProjects = ["test", "sdk/contract/test", "sdk/node/test", "kit/test", "gateway/test", "system/test", ...readdirSync(join(root, "services")).map((s) => `services/${s}/test`)].filter(
+const testProjects = ["test", "sdk/contract/test", "sdk/client/test", "sdk/node/test", "kit/test", "gateway/test", "system/test", ...readdirSync(join(root, "services")).map((s) => `services/${s}/test`)].filter(
   (dir) => existsSync(join(root, dir, "tsconfig.json")),
 );
 const checks = [
@@ -102,6 +103,7 @@ if (k8sBuild) log("building helm and the manifest checker beside the tests (log 
 void k8sBuild?.then((r) => log(r.ok ? `helm and the manifest checker ready (${r.seconds.toFixed(1)} s)` : `helm and the manifest checker: build failed (${r.code}; ${rel(r.logFile)}); the chart test builds them itself`));
 
 await timed("alert rules (promtool)", () => checkAlertRules());
+if (testsRun) await timed("chromium (the browser test's; apt when missing)", () => ensureChromium(log));
 const servers = containers && testsRun ? await timed("containers", () => containers.start({ log })) : null;
 if (servers) Object.assign(infra, { mongoUrl: servers.mongoUrl, natsUrl: servers.natsUrl, redisUrl: servers.redisUrl });
 log(`set-up before the tests: ${costs.map((c) => `${c.step.replace(/ \(.*/, "")} ${c.seconds.toFixed(1)} s`).join(", ")}; ${((Date.now() - t0) / 1000).toFixed(1)} s since the start`);

@@ -44,6 +44,7 @@ export interface FieldError {
 }
 
 export interface FeedsApiErrorInit {
+  /** The envelope's code; one this version does not know becomes its status's code (see `rawCode`). */
   code: string;
   message: string;
   status: number;
@@ -57,8 +58,14 @@ export interface FeedsApiErrorInit {
 
 export class FeedsApiError extends Error {
   override readonly name = "FeedsApiError";
-  /** The envelope's code, e.g. `NOT_FOUND`; `INTERNAL` for network failures and unusable bodies. */
-  readonly code: string;
+  /**
+   * The envelope's code, e.g. `NOT_FOUND`; `INTERNAL` for network failures and unusable bodies. A
+   * code this version does not know (from a newer server) becomes the code of the answer's status
+   * (the interface's table; INTERNAL otherwise), so a switch over ErrorCode is exhaustive.
+   */
+  readonly code: ErrorCode;
+  /** The code as the server sent it (equal to `code` unless the server sent one unknown here). */
+  readonly rawCode: string;
   /** HTTP status; 0 when no answer was received (network failure, timeout). */
   readonly status: number;
   /** The envelope's `requestId` (or the `x-request-id` header); "" when neither is present. */
@@ -74,7 +81,8 @@ export class FeedsApiError extends Error {
 
   constructor(init: FeedsApiErrorInit) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
-    this.code = init.code;
+    this.code = isErrorCode(init.code) ? init.code : (STATUS_FALLBACK_CODES[init.status] ?? ErrorCodes.INTERNAL);
+    this.rawCode = init.code;
     this.status = init.status;
     this.requestId = init.requestId ?? "";
     this.retryAfterSeconds = init.retryAfterSeconds;
@@ -146,6 +154,12 @@ export class FeedsApiError extends Error {
       cause,
     });
   }
+}
+
+const KNOWN_CODES: ReadonlySet<string> = new Set<string>(Object.values(ErrorCodes));
+/** True for a code of the interface's table. */
+export function isErrorCode(value: string): value is ErrorCode {
+  return KNOWN_CODES.has(value);
 }
 
 export function isFeedsApiError(value: unknown): value is FeedsApiError {

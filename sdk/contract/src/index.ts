@@ -6,6 +6,8 @@
  * - the schemas of every request (`schemas*.ts`) and answer (`responses*.ts`), and the types
  *   inferred from them (`types.ts`)
  * - the request limits (`requestLimits`) and the error codes of the interface (`ErrorCodes`)
+ * - schema-free entries for browsers: `@feeds/contract/routes` (the table as plain data,
+ *   `routeTable`) and `@feeds/contract/errors` (FeedsApiError, ErrorCodes)
  *
  * The gateway validates and documents every route from this table; @feeds/node and
  * @feeds/client build their methods on it.
@@ -14,6 +16,8 @@ export * from "./errors.js";
 export type * from "./types.js";
 export * from "./limits.js";
 export * from "./route-def.js";
+export * from "./route-table.js";
+export * from "./answer-validator.js";
 export * from "./routes.js";
 export * from "./routes-operator.js";
 export * from "./routes-origins.js";

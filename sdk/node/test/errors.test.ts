@@ -131,3 +131,13 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter(new Date(Date.now() - 60_000).toUTCString())).toBe(0);
   });
 });
+
+describe("FeedsApiError.code", () => {
+  it("is one of the interface's codes: an unknown code becomes its status's code, rawCode keeps it", () => {
+    const of = (status: number, code: string) =>
+      FeedsApiError.fromResponse({ status, headers: new Headers(), bodyText: JSON.stringify({ error: { code, message: "m" } }), url: "http://x/" });
+    expect(of(404, "NOT_FOUND")).toMatchObject({ code: "NOT_FOUND", rawCode: "NOT_FOUND" });
+    expect(of(404, "GONE_FOREVER")).toMatchObject({ code: "NOT_FOUND", rawCode: "GONE_FOREVER" });
+    expect(of(418, "TEAPOT")).toMatchObject({ code: "INTERNAL", rawCode: "TEAPOT" });
+  });
+});

@@ -1,11 +1,33 @@
-import type { z } from "zod";
-import type { CallSpec, HttpClient, HttpOptions, Query, RawResponse, RequestSpec } from "./http.js";
-import { checkAnswer, pathOf, type RouteAnswer, type RouteAnswerAt, type RouteDef } from "@feeds/contract";
-import { healthRoutes } from "@feeds/contract";
-import type { Health, Page, PageParams, QueueDepth, QueueName, Readiness, SignalResult } from "@feeds/contract";
+import type { CallOptions, CallSpec, HttpClient, HttpOptions, Query, RawResponse, RequestSpec } from "./http.js";
+import { routeTable } from "@feeds/contract/routes";
+import type { AnswerValidator, Health, Page, PageParams, QueueDepth, QueueName, Readiness, RouteAnswer, SignalResult } from "@feeds/contract";
+import type { routes } from "@feeds/contract";
 
-// What every client shares: feed refs, paging, token minting, and BaseClient, which calls the
-// routes of the route table (routes.ts) and answers the health routes.
+// What every client shares: feed refs, paging, and BaseClient, which calls the routes of the
+// schema-free route table (@feeds/contract/routes) and answers the health routes. Answer types
+// come from the zod table by a type-only import, so no schema reaches a bundle.
+
+/** One route as plain data: verb, path template, who may call it, the statuses it answers. */
+export interface PlainRoute {
+  readonly method: string;
+  readonly path: string;
+  readonly auth: string;
+  readonly statuses: readonly number[];
+}
+type Table = typeof routes;
+type AnyDef = { [G in keyof Table]: Table[G][keyof Table[G]] }[keyof Table];
+type DefOf<P extends PlainRoute> = Extract<AnyDef, { method: P["method"]; path: P["path"] }>;
+/** What a route answers, from its zod definition (types only). */
+export type AnswerOf<P extends PlainRoute> = RouteAnswer<DefOf<P>>;
+
+/** The path of a route with its `{name}` placeholders filled in, each value URL-encoded. */
+export function fillPath(def: PlainRoute, params: Readonly<Record<string, string | number>> = {}): string {
+  return def.path.replace(/\{([A-Za-z_]+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new TypeError(`${def.method} ${def.path}: missing path parameter ${name}`);
+    return encodeURIComponent(String(value));
+  });
+}
 
 /** A feed: `"group:id"` or `{group, id}`. */
 export type FeedRef = string | { group: string; id: string };
@@ -37,8 +59,9 @@ export function pageQuery(params: PageParams | undefined): Query {
 }
 
 /**
- * Iterates every item of a paged list: `for await (const a of paginate((next) =>
- * client.readFeed("user:1", { next })))`.
+ * Iterates every item of a paged list, following `next` until the last page:
+ * `for await (const a of paginate((next) => client.readFeed("user:1", { next })))`.
+ * The clients' `all()`-style methods are built on it.
  */
 export async function* paginate<T>(
   fetchPage: (next: string | undefined) => Promise<Page<T>>,
@@ -52,59 +75,16 @@ export async function* paginate<T>(
   }
 }
 
-/**
- * Caches a minted token; re-mints when it is close to expiry or when asked to.
- *
- * With `laterIatOnRefresh`, a forced re-mint (the server refused the token) first waits for the
- * next whole second and uses it as `iat`: token revocation compares the second-precision `iat`
- * with `revoked_before` (millisecond precision), so a token minted in the same second as the
- * revocation would be refused again. Waiting (at most one second, through the client's `sleep`)
- * keeps `iat` honest (never in the future) and later than any revocation the server had already
- * applied when it refused the old token, as long as the two clocks agree.
- */
-export class MintedToken {
-  private token: string | undefined;
-  private refreshAtMs = 0;
-
-  constructor(
-    private readonly mint: (issuedAtSeconds: number | undefined) => Promise<string>,
-    private readonly lifetimeSeconds: number | undefined,
-    private readonly laterIatOnRefresh?: { sleep: (ms: number) => Promise<void> },
-  ) {}
-
-  async get(forceRefresh: boolean): Promise<string> {
-    if (!forceRefresh && this.token !== undefined && Date.now() < this.refreshAtMs) {
-      return this.token;
-    }
-    let issuedAt: number | undefined;
-    if (forceRefresh && this.laterIatOnRefresh) {
-      const now = Date.now();
-      issuedAt = Math.ceil(now / 1000);
-      const waitMs = issuedAt * 1000 - now;
-      if (waitMs > 0) await this.laterIatOnRefresh.sleep(waitMs);
-    }
-    const mintedAt = Date.now();
-    const token = await this.mint(issuedAt);
-    this.token = token;
-    if (this.lifetimeSeconds === undefined) {
-      this.refreshAtMs = Number.POSITIVE_INFINITY;
-    } else {
-      const marginSeconds = Math.min(60, this.lifetimeSeconds * 0.2);
-      this.refreshAtMs = mintedAt + (this.lifetimeSeconds - marginSeconds) * 1000;
-    }
-    return token;
-  }
-}
-
 export interface ClientOptions extends HttpOptions {
   /** e.g. `http://127.0.0.1:8080` (no trailing `/v1`). */
   baseUrl: string;
   /**
-   * Check every answer against its route's response schema: a status the route declares, a body
-   * the schema accepts and no field it does not name; otherwise throw ResponseValidationError.
-   * Default false (answers are typed, not checked).
+   * Checks every answer, only when given: pass `answerValidator()` of `@feeds/contract` (zod: a
+   * status the route declares, a body the schema accepts, no field it does not name; throws
+   * ResponseValidationError). Default: none (answers are typed, not checked), so a bundle that
+   * does not ask carries no schema.
    */
-  validateResponses?: boolean | undefined;
+  validateResponses?: AnswerValidator | undefined;
 }
 
 
@@ -114,7 +94,11 @@ export interface RouteInput {
   query?: Query;
   body?: unknown;
   headers?: Record<string, string | undefined>;
+  /** The caller's per-call options (signal, idempotencyKey). */
+  call?: CallOptions | undefined;
 }
+
+const healthRoutes = routeTable.health;
 
 // ---------------------------------------------------------------------------------------------
 // Base: raw access, the route caller and the unauthenticated health routes
@@ -122,11 +106,11 @@ export interface RouteInput {
 
 export abstract class BaseClient {
   protected readonly http: HttpClient;
-  private readonly validateResponses: boolean;
+  private readonly validateAnswer: AnswerValidator | undefined;
 
   protected constructor(http: HttpClient, options: Pick<ClientOptions, "validateResponses">) {
     this.http = http;
-    this.validateResponses = options.validateResponses ?? false;
+    this.validateAnswer = options.validateResponses;
   }
 
   get baseUrl(): string {
@@ -161,54 +145,56 @@ export abstract class BaseClient {
    * token goes to an unauthenticated route; a non-2xx status the route declares (readiness's
    * 503) is an answer, not an error.
    */
-  protected async send<R extends RouteDef>(def: R, input: RouteInput = {}): Promise<RawResponse<RouteAnswer<R>>> {
-    const res = await this.http.send<RouteAnswer<R>>({
+  protected async send<P extends PlainRoute>(def: P, input: RouteInput = {}): Promise<RawResponse<AnswerOf<P>>> {
+    const res = await this.http.send<AnswerOf<P>>({
       method: def.method,
-      path: pathOf(def, input.params),
+      path: fillPath(def, input.params),
       query: input.query,
       body: input.body,
       headers: input.headers,
       auth: def.auth === "none" ? false : undefined,
-      okStatuses: Object.keys(def.responses).map(Number).filter((s) => s >= 300 && s !== 304),
+      okStatuses: def.statuses.filter((s) => s >= 300 && s !== 304),
+      signal: input.call?.signal,
+      idempotencyKey: input.call?.idempotencyKey,
     });
-    if (this.validateResponses) checkAnswer(def, res.status, res.body);
+    this.validateAnswer?.(def, res.status, res.body);
     return res;
   }
 
   /** One route of the table; resolves its answer's body. */
-  protected async route<R extends RouteDef>(def: R, input: RouteInput = {}): Promise<RouteAnswer<R>> {
+  protected async route<P extends PlainRoute>(def: P, input: RouteInput = {}): Promise<AnswerOf<P>> {
     return (await this.send(def, input)).body;
   }
 
   /** A change signal: `etag` goes out as If-None-Match; 304 → notModified. */
-  protected async signalOf<R extends RouteDef & { responses: { 200: z.ZodType; 304: null } }>(
-    def: R,
+  protected async signalOf<P extends PlainRoute>(
+    def: P,
     input: RouteInput,
     etag: string | undefined,
-  ): Promise<SignalResult<RouteAnswerAt<R, 200>>> {
+  ): Promise<SignalResult<Exclude<AnswerOf<P>, undefined>>> {
     const res = await this.send(def, { ...input, headers: { "if-none-match": etag } });
     const tag = res.headers.get("etag");
     if (res.status === 304) return { notModified: true, etag: tag ?? etag ?? null };
-    return { notModified: false, etag: tag, body: res.body as RouteAnswerAt<R, 200> };
+    return { notModified: false, etag: tag, body: res.body as Exclude<AnswerOf<P>, undefined> };
   }
 
   // Health and monitoring (unauthenticated; no token is sent).
 
   /** `GET /v1/health` */
-  health(): Promise<Health> {
-    return this.route(healthRoutes.health);
+  health(call?: CallOptions): Promise<Health> {
+    return this.route(healthRoutes.health, { call });
   }
 
   /**
    * `GET /v1/health/ready`. Resolves with the body for 200 AND for 503 (not ready, no retry):
    * check `checks[].ok`. Use `raw()` to see the HTTP status.
    */
-  ready(): Promise<Readiness> {
-    return this.route(healthRoutes.ready);
+  ready(call?: CallOptions): Promise<Readiness> {
+    return this.route(healthRoutes.ready, { call });
   }
 
   /** `GET /v1/health/queues/{fanout|notify|webhooks}` */
-  queueDepth(queue: QueueName): Promise<QueueDepth> {
-    return this.route(healthRoutes.queueDepth, { params: { queue } });
+  queueDepth(queue: QueueName, call?: CallOptions): Promise<QueueDepth> {
+    return this.route(healthRoutes.queueDepth, { params: { queue }, call });
   }
 }

@@ -1,14 +1,20 @@
-import { FeedsApiError, ErrorCodes } from "@feeds/contract";
+import { FeedsApiError, ErrorCodes } from "@feeds/contract/errors";
+import { isRetrySafe, withIdempotencyKey } from "./retry-policy.js";
 
 /**
  * HTTP core: one `HttpClient` per base URL and credential.
  *
  * - `call()` / `send()`: JSON in, JSON out, throws `FeedsApiError`, applies the retry policy
- *   (interface section 7): only RATE_LIMITED and INTERNAL are retried, waiting `Retry-After`
- *   seconds when the answer carries it, otherwise exponential backoff with jitter; at most
- *   `maxRetries` retries (default 3, 0 disables). Every other code is final.
- *   With `refreshOnUnauthenticated`, an UNAUTHENTICATED answer is retried once with a token
- *   obtained from the token source with `{refresh: true}` (interface section 5.12).
+ *   (interface section 7, retry-policy.ts): only RATE_LIMITED and INTERNAL are retried, and only
+ *   requests that are safe to repeat (GET, HEAD, PUT, DELETE; a POST or PATCH with an
+ *   Idempotency-Key, which the client adds to every POST and PATCH unless told not to; a POST
+ *   carrying `foreign_id` and `time`). It waits `Retry-After` seconds when the answer carries it
+ *   (a wait longer than `maxRetryAfterSeconds` is not waited: the error is thrown at once),
+ *   otherwise exponential backoff with jitter; at most `maxRetries` retries (default 3, 0
+ *   disables). Every other code is final. With `refreshOnUnauthenticated`, an UNAUTHENTICATED
+ *   answer is retried once with a token obtained from the token source with `{refresh: true}`.
+ * - a per-call `signal` aborts the request and any wait; the call then rejects with the signal's
+ *   reason (an `AbortError` unless the caller gave another), not a FeedsApiError.
  * - `raw()`: one attempt, never throws for an HTTP answer, no retry — for asserting on exact
  *   statuses, headers and bodies.
  */
@@ -20,6 +26,8 @@ export type Query = Record<string, QueryValue>;
 export interface TokenContext {
   /** True when the previous attempt answered UNAUTHENTICATED and a fresh token is wanted. */
   refresh: boolean;
+  /** With `refresh`: the token that was refused. */
+  refused?: string | undefined;
 }
 /** A bearer token, or a function returning one (undefined: send no Authorization header). */
 export type TokenSource =
@@ -41,6 +49,17 @@ export interface HttpOptions {
   retryMaxDelayMs?: number | undefined;
   /** Extra headers sent with every request. */
   headers?: Record<string, string> | undefined;
+  /**
+   * The longest `Retry-After` the client waits, in seconds. Default 60. An answer asking for a
+   * longer wait is thrown at once (its `retryAfterSeconds` says how long the server asked for).
+   */
+  maxRetryAfterSeconds?: number | undefined;
+  /**
+   * Send a fresh Idempotency-Key (crypto.randomUUID) with every POST and PATCH that has none, so
+   * that it may be retried. Default true. With false, such a write is retried only when it is a
+   * POST carrying `foreign_id` and `time`, or when the call passes its own key.
+   */
+  idempotencyKeys?: boolean | undefined;
 }
 
 export interface HttpClientConfig extends HttpOptions {
@@ -67,6 +86,21 @@ export interface RequestSpec {
   headers?: Record<string, string | undefined> | undefined;
   /** false: send no token; a string: use this bearer token instead of the client's. */
   auth?: boolean | string | undefined;
+  /** Aborts the request (and, for `call()`/`send()`, any wait between attempts). */
+  signal?: AbortSignal | undefined;
+}
+
+/** What every method of a client takes last: per-call options. */
+export interface CallOptions {
+  /** Aborts the call: its request and any wait before a retry. */
+  signal?: AbortSignal | undefined;
+  /**
+   * The Idempotency-Key of a POST or PATCH (1–255 printable characters): a string to send your
+   * own (the same key on a later call makes it a repeat of this one), false to send none (the
+   * write is then not retried unless it is an activity with `foreign_id` and `time`). Default: a
+   * fresh key per call, reused by its retries.
+   */
+  idempotencyKey?: string | false | undefined;
 }
 
 export interface CallSpec extends RequestSpec {
@@ -74,6 +108,8 @@ export interface CallSpec extends RequestSpec {
   okStatuses?: readonly number[] | undefined;
   /** Overrides the client's maxRetries for this call. */
   maxRetries?: number | undefined;
+  /** See CallOptions.idempotencyKey. */
+  idempotencyKey?: string | false | undefined;
 }
 
 export interface RawResponse<T = unknown> {
@@ -92,9 +128,30 @@ const DEFAULT_MAX_RETRIES = 3;
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_BASE_DELAY_MS = 100;
 const DEFAULT_MAX_DELAY_MS = 2_000;
+const DEFAULT_MAX_RETRY_AFTER_SECONDS = 60;
 
 export const defaultSleep = (ms: number): Promise<void> =>
   new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `sleep(ms)` that ends early, rejecting with the signal's reason, when `signal` aborts. */
+function abortableSleep(sleep: (ms: number) => Promise<void>, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return sleep(ms);
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+    sleep(ms).then(
+      () => {
+        signal.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      (e: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
 
 /** Backoff with "equal jitter": a random value in [d/2, d] where d = min(cap, base * 2^attempt). */
 export function backoffDelay(attempt: number, baseMs: number, capMs: number): number {
@@ -144,6 +201,8 @@ export class HttpClient {
   private readonly maxDelayMs: number;
   private readonly defaultHeaders: Record<string, string>;
   private readonly refreshOnUnauthenticated: boolean;
+  private readonly maxRetryAfterSeconds: number;
+  private readonly idempotencyKeys: boolean;
   private tokenSource: TokenSource | undefined;
 
   constructor(config: HttpClientConfig) {
@@ -151,9 +210,9 @@ export class HttpClient {
       throw new TypeError("baseUrl must be a non-empty string");
     }
     this.baseUrl = config.baseUrl.replace(/\/+$/, "");
-    const f = config.fetch ?? globalThis.fetch;
-    if (typeof f !== "function") throw new TypeError("no fetch implementation available");
-    this.fetchImpl = f;
+    if (config.fetch === undefined && typeof globalThis.fetch !== "function") throw new TypeError("no fetch implementation available");
+    // The global fetch is called as a plain function: browsers refuse it with another `this`.
+    this.fetchImpl = config.fetch ?? ((input, init) => globalThis.fetch(input, init));
     this.maxRetries = Math.max(0, Math.floor(config.maxRetries ?? DEFAULT_MAX_RETRIES));
     this.timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.sleep = config.sleep ?? defaultSleep;
@@ -161,6 +220,8 @@ export class HttpClient {
     this.maxDelayMs = config.retryMaxDelayMs ?? DEFAULT_MAX_DELAY_MS;
     this.defaultHeaders = { ...(config.headers ?? {}) };
     this.refreshOnUnauthenticated = config.refreshOnUnauthenticated ?? false;
+    this.maxRetryAfterSeconds = config.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS;
+    this.idempotencyKeys = config.idempotencyKeys ?? true;
     this.tokenSource = config.token;
   }
 
@@ -170,11 +231,11 @@ export class HttpClient {
   }
 
   /** Resolves the current bearer token (undefined when there is none). */
-  async token(refresh = false): Promise<string | undefined> {
+  async token(refresh = false, refused?: string): Promise<string | undefined> {
     const src = this.tokenSource;
     if (src === undefined) return undefined;
     if (typeof src === "string") return src;
-    return src({ refresh });
+    return src({ refresh, refused });
   }
 
   /** Throwing, retrying JSON call; resolves with the parsed body (undefined for 204/empty). */
@@ -187,8 +248,10 @@ export class HttpClient {
    * Throwing, retrying request that resolves with the whole answer. 2xx, 304 and `okStatuses`
    * are success; anything else throws `FeedsApiError`.
    */
-  async send<T>(spec: CallSpec): Promise<RawResponse<T>> {
-    const maxRetries = Math.max(0, Math.floor(spec.maxRetries ?? this.maxRetries));
+  async send<T>(callSpec: CallSpec): Promise<RawResponse<T>> {
+    const maxRetries = Math.max(0, Math.floor(callSpec.maxRetries ?? this.maxRetries));
+    const spec = withIdempotencyKey(callSpec, callSpec.idempotencyKey ?? (this.idempotencyKeys ? undefined : false));
+    const retrySafe = isRetrySafe(spec);
     const canRefresh =
       this.refreshOnUnauthenticated &&
       typeof this.tokenSource === "function" &&
@@ -196,10 +259,11 @@ export class HttpClient {
     let refreshed = false;
     let refreshNext = false;
     let retries = 0;
+    const sent: { token?: string | undefined } = {};
     for (;;) {
       let error: FeedsApiError;
       try {
-        const res = await this.attempt(spec, refreshNext);
+        const res = await this.attempt(spec, refreshNext, sent);
         refreshNext = false;
         if (
           (res.status >= 200 && res.status < 300) ||
@@ -217,6 +281,7 @@ export class HttpClient {
         });
       } catch (e) {
         if (!(e instanceof FeedsApiError)) throw e;
+        if (spec.signal?.aborted) throw spec.signal.reason as Error;
         refreshNext = false;
         error = e;
       }
@@ -225,29 +290,30 @@ export class HttpClient {
         refreshNext = true;
         continue;
       }
-      if (!error.retryable || retries >= maxRetries) throw error;
-      const delayMs =
-        error.retryAfterSeconds !== undefined
-          ? Math.round(error.retryAfterSeconds * 1000)
-          : backoffDelay(retries, this.baseDelayMs, this.maxDelayMs);
+      if (!error.retryable || !retrySafe || retries >= maxRetries) throw error;
+      const wait = error.retryAfterSeconds;
+      if (wait !== undefined && wait > this.maxRetryAfterSeconds) throw error;
+      const delayMs = wait !== undefined ? Math.round(wait * 1000) : backoffDelay(retries, this.baseDelayMs, this.maxDelayMs);
       retries += 1;
-      await this.sleep(delayMs);
+      await abortableSleep(this.sleep, delayMs, spec.signal);
     }
   }
 
   /** One attempt, no retry; never throws for an HTTP answer (network failures still throw). */
   async raw<T = unknown>(spec: RequestSpec): Promise<RawResponse<T>> {
-    return (await this.attempt(spec, false)) as RawResponse<T>;
+    return (await this.attempt(spec, false, {})) as RawResponse<T>;
   }
 
-  private async attempt(spec: RequestSpec, refresh: boolean): Promise<RawResponse> {
+  /** One request; `sent.token` is the bearer token it carried, and the one a refresh replaces. */
+  private async attempt(spec: RequestSpec, refresh: boolean, sent: { token?: string | undefined }): Promise<RawResponse> {
     const url = buildUrl(this.baseUrl, spec.path, spec.query);
     const headers: Record<string, string> = { accept: "application/json", ...this.defaultHeaders };
     for (const [k, v] of Object.entries(spec.headers ?? {})) {
       if (v !== undefined) headers[k] = v;
     }
     if (!hasHeader(headers, "authorization") && spec.auth !== false) {
-      const token = typeof spec.auth === "string" ? spec.auth : await this.token(refresh);
+      const token = typeof spec.auth === "string" ? spec.auth : await this.token(refresh, refresh ? sent.token : undefined);
+      sent.token = token;
       if (token !== undefined) headers["authorization"] = `Bearer ${token}`;
     }
     let body: string | Uint8Array | undefined;
@@ -260,7 +326,10 @@ export class HttpClient {
     }
     const init: RequestInit = { method: spec.method, headers };
     if (body !== undefined) init.body = body;
-    if (this.timeoutMs > 0) init.signal = AbortSignal.timeout(this.timeoutMs);
+    const signals = [spec.signal, this.timeoutMs > 0 ? AbortSignal.timeout(this.timeoutMs) : undefined].filter(
+      (x): x is AbortSignal => x !== undefined,
+    );
+    if (signals.length) init.signal = signals.length === 1 ? signals[0] : AbortSignal.any(signals);
     try {
       const res = await this.fetchImpl(url, init);
       const text = await res.text();
@@ -273,6 +342,7 @@ export class HttpClient {
         url,
       };
     } catch (cause) {
+      if (spec.signal?.aborted) throw spec.signal.reason as Error;
       throw FeedsApiError.network(url, cause, spec.method);
     }
   }

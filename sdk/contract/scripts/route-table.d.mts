@@ -1,0 +1,1 @@
+export declare function renderRouteTable(routes: unknown): string;

@@ -67,17 +67,36 @@ export async function ensureQueue(nats: Nats, q: QueueName): Promise<void> {
   await ensureStream(nats, nats.stream(`${q}_dlq`), [nats.subject(`${q}_dlq`, ">")], RetentionPolicy.Limits);
 }
 
-/** Creates a stream, or brings an existing one to the configured replica count (NATS moves its data). */
+/** How long a stream's creation waits for the cluster to have as many JetStream servers as replicas. */
+const PLACEMENT_WAIT_MS = 60_000;
+
+/** JetStream's "no suitable peers for placement" (10005): fewer JetStream servers up than replicas asked. */
+const isNoPlacement = (err: unknown) => (err as { api_error?: { err_code?: number } } | null)?.api_error?.err_code === 10005;
+
+/**
+ * Creates a stream, or brings an existing one to the configured replica count (NATS moves its data).
+ * While a cluster is still forming (a process started beside it, or during a rolling restart of its
+ * servers) it has too few JetStream servers to place the replicas: that is waited out, up to
+ * PLACEMENT_WAIT_MS, rather than failing the process.
+ */
 async function ensureStream(nats: Nats, name: string, subjects: string[], retention: RetentionPolicy) {
-  let info;
-  try {
-    info = await nats.jsm.streams.info(name);
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-    await nats.jsm.streams.add({ name, subjects, retention, storage: StorageType.File, num_replicas: nats.replicas });
-    return;
+  for (let waited = 0, delay = 250; ; waited += delay, delay = Math.min(delay * 2, 2000)) {
+    try {
+      let info;
+      try {
+        info = await nats.jsm.streams.info(name);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        await nats.jsm.streams.add({ name, subjects, retention, storage: StorageType.File, num_replicas: nats.replicas });
+        return;
+      }
+      if (info.config.num_replicas !== nats.replicas) await nats.jsm.streams.update(name, { ...info.config, num_replicas: nats.replicas });
+      return;
+    } catch (err) {
+      if (!isNoPlacement(err) || waited >= PLACEMENT_WAIT_MS) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
   }
-  if (info.config.num_replicas !== nats.replicas) await nats.jsm.streams.update(name, { ...info.config, num_replicas: nats.replicas });
 }
 
 /** JetStream's "stream not found" / "consumer not found" (10059, 10014), not a timeout or an outage. */

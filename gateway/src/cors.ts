@@ -86,6 +86,8 @@ export type OriginUnion = ReturnType<typeof createOriginUnion>;
 
 /** The tenant each request authenticated as (define.ts notes it): the actual answer's rule. */
 const tenantOfRequest = new WeakMap<FastifyRequest, Tenant>();
+/** The id of the tenant the request authenticated as, if any (the access log names it). */
+export const requestTenantId = (req: FastifyRequest): string | undefined => tenantOfRequest.get(req)?.id;
 export const noteCorsTenant = (req: FastifyRequest, tenant: Tenant): void => {
   tenantOfRequest.set(req, tenant);
 };

@@ -107,6 +107,28 @@ export function installRequestIds(app: FastifyInstance): void {
   });
 }
 
+/**
+ * One access log line per answered request, at info: method, route template (`unmatched` when no
+ * route matched), status, milliseconds, request id, and the tenant when the request authenticated
+ * as one (`tenantOf`). Never a header, a query string or a body, so never a token or a secret.
+ */
+export function installAccessLog(app: FastifyInstance, log: Pick<Logger, "info">, tenantOf: (req: FastifyRequest) => string | undefined = () => undefined): void {
+  app.addHook("onResponse", async (req, reply) => {
+    const tenant = tenantOf(req);
+    log.info(
+      {
+        requestId: req.id,
+        method: req.method,
+        route: req.routeOptions.url ?? "unmatched",
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        ...(tenant ? { tenant } : {}),
+      },
+      "request",
+    );
+  });
+}
+
 export function installErrorHandling(app: FastifyInstance, log: Pick<Logger, "error" | "info">) {
   app.setErrorHandler((e, req, reply) => {
     const err = toFeedsError(e);

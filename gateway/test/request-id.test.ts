@@ -16,7 +16,7 @@ import {
   scope,
   type Config,
 } from "@feeds/kit";
-import { installErrorHandling, installRequestIds, requestIdOf, serverOptions } from "../src/http.js";
+import { installAccessLog, installErrorHandling, installRequestIds, requestIdOf, serverOptions } from "../src/http.js";
 
 // X-Request-Id both ways (contract section 6): a client's well-formed id becomes the request's
 // id, is echoed on every answer and envelope, names every log line of the request, and travels
@@ -53,8 +53,10 @@ function appWithLog(lines: Record<string, unknown>[]): FastifyInstance {
   const config = { TRUST_PROXY: "", REQUEST_TIMEOUT_MS: 30_000, REQUEST_HEADERS_TIMEOUT_MS: 10_000 } as unknown as Config;
   const app = Fastify(serverOptions(config, log));
   installRequestIds(app);
+  installAccessLog(app, log, (req) => (req.headers["x-test-tenant"] === "t1" ? "t_1" : undefined));
   installErrorHandling(app, log);
   app.get("/ok", async () => ({ ok: true }));
+  app.get("/items/:id", async () => ({ ok: true }));
   app.get("/boom", async () => {
     throw new Error("a bug");
   });
@@ -115,6 +117,23 @@ describe("request ids on every answer and log line", () => {
     expect(lines.find((l) => l.msg === "request failed")).toMatchObject({ requestId: "log-boom-1" });
     expect(lines.find((l) => l.msg === "request refused")).toMatchObject({ requestId: "log-refused-1", reason: "tenant suspended" });
     expect(lines.every((l) => typeof l.requestId === "string")).toBe(true);
+  });
+
+  it("writes one access line per answered request: route template, status, time, request id, tenant; never a header, query or body", async () => {
+    lines.length = 0;
+    const secret = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0LXRva2Vu.c2ln";
+    await app.inject({ method: "GET", url: "/items/secret-id-7?token=query-secret", headers: { authorization: secret, "x-request-id": "acc-1", "x-test-tenant": "t1" } });
+    await app.inject({ method: "GET", url: "/nowhere/else", headers: { "x-request-id": "acc-2" } });
+    await app.inject({ method: "POST", url: "/small", headers: { "x-request-id": "acc-3", "content-type": "application/json" }, payload: JSON.stringify({ password: "p4ssw0rd-in-body" }) });
+    const access = lines.filter((l) => l.msg === "request");
+    expect(access.map((l) => l.requestId)).toEqual(["acc-1", "acc-2", "acc-3"]);
+    expect(access[0]).toMatchObject({ method: "GET", route: "/items/:id", status: 200, tenant: "t_1" });
+    expect(access[1]).toMatchObject({ method: "GET", route: "unmatched", status: 404 });
+    expect(access[1]).not.toHaveProperty("tenant");
+    expect(access[2]).toMatchObject({ method: "POST", route: "/small", status: 400 });
+    for (const l of access) expect(typeof l.ms).toBe("number");
+    const text = JSON.stringify(lines);
+    for (const leaked of ["eyJhbGciOiJIUzI1NiJ9", "query-secret", "secret-id-7", "p4ssw0rd-in-body"]) expect(text).not.toContain(leaked);
   });
 
   it("the id travels to a service: its handler and its log see the same 128 characters", async () => {

@@ -182,7 +182,7 @@ export const configSchema = configFields
 
 export type Config = z.infer<typeof configSchema>;
 
-/** The request-shape bounds the SDK and the gateway check (sdk/src/limits.ts). */
+/** The request-shape bounds the SDK and the gateway check (sdk/contract/src/limits.ts). */
 export { requestLimits } from "@feeds/contract";
 
 /** Fixed bounds the services hold whatever the deployment; docs/limits.md lists each for users. */

@@ -73,7 +73,12 @@ export async function runGateway({ infra, clients, alongside = [] }: GatewayRun)
   const stop = async () => {
     if (stopping) return;
     stopping = true;
+    // Keep-alive connections whose request was in flight become idle once answered; Node closes
+    // idle connections only once, when closing starts, and a client may hold an idle one for as
+    // long as the server's keep-alive (72 s): close them as they become idle.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
     await app.close();
+    clearInterval(idle);
     await metricsServer.close();
     for (const m of alongside) await m.stop?.();
     await infra.close();

@@ -1,6 +1,6 @@
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createClient, createRouterTransport, type Client, type ConnectRouter, type Transport } from "@connectrpc/connect";
+import { createClient, createRouterTransport, type Client, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
 import { Health, HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
@@ -63,13 +63,40 @@ export function createLocalTransport(routes: (router: ConnectRouter) => void, lo
   });
 }
 
+/**
+ * Whether a call failed before the server took it: a stream it refused (NGHTTP2_REFUSED_STREAM: sent
+ * on a session the server was closing with GOAWAY, above the last stream it accepted) or one that
+ * could not be opened on a session that had received GOAWAY. Nothing of such a call ran.
+ */
+export function notTakenByServer(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (/REFUSED_STREAM|ERR_HTTP2_GOAWAY_SESSION|after receiving a GOAWAY/.test(`${e.message} ${typeof code === "string" ? code : ""}`)) return true;
+  }
+  return false;
+}
+
+/**
+ * A unary call the server never took (a process stopping: notTakenByServer) is sent again, at most
+ * twice: the next attempt opens a new connection, which reaches another process of the service.
+ */
+export const retryNotTaken: Interceptor = (next) => async (req) => {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await next(req);
+    } catch (err) {
+      if (req.stream || attempt >= 2 || !notTakenByServer(err)) throw err;
+    }
+  }
+};
+
 /** gRPC over HTTP/2 cleartext: how split mode reaches a service; every call carries a token `signer` signed. */
 export function createNetworkTransport(baseUrl: string, auth: InternalAuth, signer: Signer): Transport {
   return createGrpcTransport({
     baseUrl,
     httpVersion: "2",
     defaultTimeoutMs: 10_000,
-    interceptors: [createClientInterceptor(auth, signer)],
+    interceptors: [retryNotTaken, createClientInterceptor(auth, signer)],
   } as Parameters<typeof createGrpcTransport>[0]);
 }
 

@@ -102,13 +102,15 @@ export async function runServiceMain(name: ServiceName, build: ServiceBuild): Pr
   log.info({ port: server.port, metrics: metricsServer.port, role }, `${name} service listening`);
   // Parent processes read this line to learn the ports.
   process.stdout.write(`${JSON.stringify({ service: name, role, port: server.port, metrics: metricsServer.port })}\n`);
-  // SIGTERM: unready at once, the background work finishes the tasks in hand, the calls in flight
-  // finish and callers are told to go away, then the connections close.
+  // SIGTERM: unready at once, callers are told to go away and the calls in flight finish, then the
+  // background work finishes the tasks in hand, then the connections close.
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    if (background) await module.stop?.();
+    // Routes first: callers move to other processes and the calls in hand finish (what they use
+    // is still running); then the background work finishes its tasks in hand.
     await server.close();
+    if (background) await module.stop?.();
     await metricsServer.close();
     await infra.close();
     process.exit(0);

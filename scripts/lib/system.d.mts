@@ -7,10 +7,20 @@ export interface RunningProcess {
   name: string;
   child: ChildProcess;
   stop(): Promise<void>;
+  /** The process's first line as it started (or restarted): its url, ports. */
+  first: Promise<{ url?: string; port?: number; metrics?: number }>;
   /** SIGKILL, as a crash. */
   kill(): Promise<void>;
   /** SIGKILL, then start again with the same environment and port. */
   restart(): Promise<void>;
+}
+/** A TCP balancer in front of a replicated service (its URL's port). */
+export interface Balancer {
+  port: number;
+  /** Takes backend `i` out of rotation for new connections (as a terminating pod's endpoint). */
+  drain(i: number): void;
+  undrain(i: number): void;
+  close(): Promise<void>;
 }
 export interface RunningSystem {
   url: string;
@@ -22,6 +32,10 @@ export interface RunningSystem {
   metrics: Record<string, string>;
   staff: { email: string; password?: string; created: boolean } | null;
   processes: RunningProcess[];
+  /** `replicas`: service → its balancer. */
+  balancers: Record<string, Balancer>;
+  /** Every gateway's base URL as started (`gateways`). */
+  gatewayUrls: string[];
   stop(): Promise<void>;
 }
 export declare function startSystem(opts: {
@@ -31,4 +45,8 @@ export declare function startSystem(opts: {
   workers?: boolean;
   port?: number;
   inherit?: boolean;
+  /** Split mode: processes per service (2 or more put a balancer in front). */
+  replicas?: Record<string, number>;
+  /** Gateway processes (default 1). */
+  gateways?: number;
 }): Promise<RunningSystem>;

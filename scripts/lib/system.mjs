@@ -2,6 +2,7 @@
 // or split (one process per service, gateway/ reaching each over gRPC on loopback).
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createServer, connect } from "node:net";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
 import { root } from "./setup.mjs";
@@ -36,6 +37,46 @@ function startProcess(name, entry, env, { inherit = false } = {}) {
       handle.child.kill("SIGKILL");
     });
   return handle;
+}
+
+/**
+ * A TCP balancer on a free loopback port in front of several processes of one service, as a
+ * Kubernetes Service's ClusterIP is: each new connection goes to the next backend that is not
+ * drained (round robin); a connection stays with its backend. `drain(i)` takes backend i out of
+ * rotation for new connections, as the endpoints controller does with a terminating pod.
+ */
+async function startBalancer(backendPorts) {
+  const drained = new Set();
+  const sockets = new Set();
+  let next = 0;
+  const server = createServer((client) => {
+    const live = backendPorts.map((_, i) => i).filter((i) => !drained.has(i));
+    if (live.length === 0) return client.destroy();
+    const i = live[next++ % live.length];
+    const upstream = connect(backendPorts[i], "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.once("close", () => sockets.delete(s));
+    }
+    client.pipe(upstream).pipe(client);
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  const port = await freePort();
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", resolve);
+  });
+  return {
+    port,
+    drain: (i) => drained.add(i),
+    undrain: (i) => drained.delete(i),
+    close: () =>
+      new Promise((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 /** The key that seals a service's secrets at rest, given only to the processes that run it. */
@@ -99,10 +140,13 @@ function spawnProcess(name, entry, env, { inherit = false } = {}) {
  * system only. The root and the webhook key are fresh ones unless `env` names them (a system
  * started again on data of an earlier one needs that one's FEEDS_WEBHOOK_KEY).
  * With `workers` (split only), each of `workers` runs in a process of its own, as the chart runs it.
- * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean }} opts
- * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], stop(): Promise<void> }>}
+ * With `replicas` (split only), a service runs that many processes behind a TCP balancer whose
+ * address is the service's URL (`balancers[service]`, processes named `<service>-<i>`); with
+ * `gateways`, that many gateway processes (`gatewayUrls`, named `gateway-<i>` after the first).
+ * @param {{ env: Record<string,string>, split?: boolean, workers?: boolean, port?: number, inherit?: boolean, replicas?: Record<string, number>, gateways?: number }} opts
+ * @returns {Promise<{ url: string, urls: Record<string,string>, workerUrls: Record<string,string>, metrics: Record<string,string>, staff: any, processes: any[], balancers: Record<string, any>, gatewayUrls: string[], stop(): Promise<void> }>}
  */
-export async function startSystem({ env: given, split = false, workers: splitWorkers = false, port = 0, inherit = false }) {
+export async function startSystem({ env: given, split = false, workers: splitWorkers = false, port = 0, inherit = false, replicas = {}, gateways = 1 }) {
   const fresh = () => randomBytes(32).toString("base64");
   const env = { ...given, FEEDS_INTERNAL_KEY: given.FEEDS_INTERNAL_KEY ?? fresh(), FEEDS_WEBHOOK_KEY: given.FEEDS_WEBHOOK_KEY ?? fresh() };
   // Many systems and processes share one host here: each metrics port is a free one unless given
@@ -119,8 +163,10 @@ export async function startSystem({ env: given, split = false, workers: splitWor
     return key && env[key] ? { ...withoutKeys, [key]: env[key] } : withoutKeys;
   };
   const processes = [];
+  const balancers = {};
   const stopAll = async () => {
     await Promise.all(processes.map((p) => p.stop()));
+    await Promise.all(Object.values(balancers).map((b) => b.close()));
   };
   // Each process handle: { name, child, first, stop(), kill(), restart() }.
   try {
@@ -129,17 +175,22 @@ export async function startSystem({ env: given, split = false, workers: splitWor
     if (split) {
       // Ports first, so that every process (services reach their peers too) knows every URL.
       const ports = await Promise.all(services.map(() => freePort()));
+      // A replicated service: its processes on ports of their own, its URL the balancer's.
+      const replicaPorts = {};
+      for (const s of services) {
+        if ((replicas[s] ?? 1) < 2) continue;
+        replicaPorts[s] = await Promise.all(Array.from({ length: replicas[s] }, () => freePort()));
+        balancers[s] = await startBalancer(replicaPorts[s]);
+      }
       services.forEach((s, i) => {
-        urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${ports[i]}`;
+        urls[`${s.toUpperCase()}_URL`] = `http://127.0.0.1:${balancers[s]?.port ?? ports[i]}`;
       });
       const apiOnly = new Set(splitWorkers ? Object.values(workers) : []);
-      const started = services.map((s, i) =>
-        startProcess(
-          s,
-          `services/${s}/dist/main.js`,
-          { ...envOf(s), ...ownKeys(s, s), ...urls, GRPC_PORT: String(ports[i]), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) },
-          { inherit },
-        ),
+      const serviceEnv = (s, grpcPort) => ({ ...envOf(s), ...ownKeys(s, s), ...urls, GRPC_PORT: String(grpcPort), ...(apiOnly.has(s) ? { FEEDS_ROLE: "api" } : {}) });
+      const started = services.flatMap((s, i) =>
+        replicaPorts[s]
+          ? replicaPorts[s].map((p, r) => startProcess(`${s}-${r}`, `services/${s}/dist/main.js`, serviceEnv(s, p), { inherit }))
+          : [startProcess(s, `services/${s}/dist/main.js`, serviceEnv(s, ports[i]), { inherit })],
       );
       if (splitWorkers) {
         for (const [w, s] of Object.entries(workers)) {
@@ -158,10 +209,16 @@ export async function startSystem({ env: given, split = false, workers: splitWor
     const gw = startProcess("gateway", split ? "gateway/dist/main.js" : "system/dist/main.js", gwEnv, { inherit });
     processes.push(gw);
     const ready = await gw.first;
+    const gatewayUrls = [ready.url];
+    for (let i = 1; i < gateways; i++) {
+      const more = startProcess(`gateway-${i}`, split ? "gateway/dist/main.js" : "system/dist/main.js", { ...gwEnv, PORT: "0", METRICS_PORT: "0" }, { inherit });
+      processes.push(more);
+      gatewayUrls.push((await more.first).url);
+    }
     const metrics = Object.fromEntries(
       await Promise.all(processes.map(async (p) => [p.name, `http://127.0.0.1:${(await p.first).metrics}/metrics`])),
     );
-    return { url: ready.url, urls, workerUrls, metrics, staff: ready.staff, processes, stop: stopAll };
+    return { url: ready.url, urls, workerUrls, metrics, staff: ready.staff, processes, balancers, gatewayUrls, stop: stopAll };
   } catch (e) {
     await stopAll();
     throw e;

@@ -17,7 +17,10 @@ import { FeedsError } from "@feeds/kit";
 //   requests are shed while that holds, re-tested every window. Routes that are slow by design
 //   (batch imports, operator and admin) are not tested;
 // - the event loop's mean delay over the last window above `maxEventLoopDelayMs` (the process is
-//   too busy to read its sockets), or the V8 heap above `maxHeapPercent` of its limit.
+//   too busy to read its sockets) while requests of its own are executing: a delay with none
+//   executing (one costly request that has finished, a host starved by other processes) leaves
+//   nothing that shedding would spare, so the next request is served; or the V8 heap above
+//   `maxHeapPercent` of its limit.
 // A request that would be shed anyway (saturated) is shed as it arrives, before its body and
 // caller cost anything. Health, readiness and long-lived streams are never admitted here, so
 // never shed.
@@ -56,7 +59,8 @@ interface Waiter {
 export function createOverloadGuard(o: OverloadOptions) {
   let inFlight = 0;
   let shed = 0;
-  let busy = false;
+  let loopBusy = false;
+  let heapFull = false;
   let seq = 0;
   const waiters: Waiter[] = [];
   const routes = new Map<string, RouteState>();
@@ -64,10 +68,9 @@ export function createOverloadGuard(o: OverloadOptions) {
   loop?.enable();
   const heapLimit = getHeapStatistics().heap_size_limit;
   const timer = setInterval(() => {
-    const loopBusy = loop ? loop.mean / 1e6 > o.maxEventLoopDelayMs : false;
+    loopBusy = loop ? loop.mean / 1e6 > o.maxEventLoopDelayMs : false;
     loop?.reset();
-    const heapFull = o.maxHeapPercent > 0 && (process.memoryUsage().heapUsed / heapLimit) * 100 > o.maxHeapPercent;
-    busy = loopBusy || heapFull;
+    heapFull = o.maxHeapPercent > 0 && (process.memoryUsage().heapUsed / heapLimit) * 100 > o.maxHeapPercent;
     const now = performance.now();
     for (const r of routes.values()) {
       let waiting = 0;
@@ -81,6 +84,7 @@ export function createOverloadGuard(o: OverloadOptions) {
     shed++;
     return new FeedsError("RATE_LIMITED", "server busy, retry after the wait", [], { retryAfterSeconds: o.retryAfterSeconds });
   };
+  const busy = () => heapFull || (loopBusy && inFlight > 0);
   const refuse = (): never => {
     throw busyError();
   };
@@ -114,7 +118,7 @@ export function createOverloadGuard(o: OverloadOptions) {
       let r = routes.get(route);
       if (!r) routes.set(route, (r = { queued: false, started: new Map() }));
       const state = r;
-      if (busy || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
+      if (busy() || (o.maxLatencyMs > 0 && tested && state.queued && state.started.size >= QUEUE)) refuse();
       const full = slotsTaken();
       if (full && queueFull()) overflow();
       const id = seq++;
@@ -149,7 +153,7 @@ export function createOverloadGuard(o: OverloadOptions) {
      * so that shedding under overload costs almost nothing; a request is still admitted only after
      * both (`admit`), so connections that stall their bodies never fill the queue.
      */
-    saturated: () => busy || (slotsTaken() && queueFull()),
+    saturated: () => busy() || (slotsTaken() && queueFull()),
     /** The 429 of a request shed as it arrives (counted as shed). */
     refusal: busyError,
     inFlight: () => inFlight,

@@ -106,17 +106,36 @@ describe("overload guard", () => {
     expect(await request(g, 0)).toBe("ok");
   });
 
-  it("sheds while the event loop is delayed past its limit, and not once it is not", async () => {
+  it("sheds while the event loop is delayed past its limit and a request executes, and not once it is not", async () => {
     const g = make({ maxEventLoopDelayMs: 40, windowMs: 200 });
     await sleep(250);
     expect(await request(g, 0)).toBe("ok");
-    // Block the loop for 600 ms: the window's mean delay is far past 40 ms.
+    const held = request(g, 1000);
+    // Block the loop for 600 ms while one request executes: the window's mean delay is far past 40 ms.
     const t = Date.now();
     while (Date.now() - t < 600);
     await sleep(50);
+    expect(g.inFlight()).toBe(1);
     expect(await request(g, 0)).toBe("shed");
-    await sleep(500);
+    expect(await held).toBe("ok");
+    await sleep(250);
     expect(await request(g, 0)).toBe("ok");
+  });
+
+  it("serves the next request after a delay of the loop with none executing (one costly request that has finished)", async () => {
+    const g = make({ maxEventLoopDelayMs: 40, windowMs: 200 });
+    await sleep(250);
+    const t = Date.now();
+    while (Date.now() - t < 600);
+    await sleep(50);
+    expect(g.inFlight()).toBe(0);
+    expect(g.saturated()).toBe(false);
+    expect(await request(g, 0)).toBe("ok");
+    // The same delay with a request executing sheds: the window still holds it.
+    const held = request(g, 300);
+    await sleep(0);
+    expect(await request(g, 0)).toBe("shed");
+    expect(await held).toBe("ok");
   });
 
   it("sheds while the heap is past its share of the limit", async () => {

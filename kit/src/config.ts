@@ -145,7 +145,8 @@ export const configFields = z.object({
   // the route has a queue, and its new requests are shed until that clears.
   OVERLOAD_MAX_LATENCY_MS: z.coerce.number().int().min(0).default(1000),
   // Mean event-loop delay over the last quarter second (milliseconds): the process is too busy
-  // to read its sockets.
+  // to read its sockets. Sheds only while a request executes (a delay with none leaves nothing
+  // to spare).
   OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: z.coerce.number().int().min(0).default(250),
   // V8 heap in use, percent of the heap's limit.
   OVERLOAD_MAX_HEAP_PERCENT: z.coerce.number().int().min(0).max(100).default(90),

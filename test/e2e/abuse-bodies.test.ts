@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { requestLimits } from "@feeds/node";
-import { envelope, http, newTenant, type RawAnswer } from "../support/api.js";
+import { admitted, envelope, http, newTenant, type RawAnswer } from "../support/api.js";
 
 // Bodies that cost the caller little and the gateway much: a patch of 1,000 paths of ~505
 // segments (any user token may send one, before its activity is looked up), `custom` nested
@@ -141,6 +141,10 @@ describe("1 MiB of brackets never reaches a stack", () => {
     ["objects 150,000 levels deep", `{"verb":"v","object":"o","custom":${'{"a":'.repeat(150_000)}1${"}".repeat(150_000)}}`],
   ];
 
+  // Each body costs the gateway ~75 ms of JSON.parse (V8 builds every level before the depth
+  // rules see one), more on a loaded machine: one that comes while other requests execute may
+  // find the loop delayed past the overload limit and be shed (429, Retry-After), which a client
+  // retries; what the title claims is the answer of an admitted body.
   it("each body on each route that takes one answers 400 in the envelope", async () => {
     const t = await newTenant();
     const [alice, server] = [await t.user("alice"), await t.server()];
@@ -155,7 +159,7 @@ describe("1 MiB of brackets never reaches a stack", () => {
     for (const [label, rawBody] of bodies) {
       expect(Buffer.byteLength(rawBody)).toBeLessThanOrEqual(1024 * 1024);
       for (const [method, path, token] of routes) {
-        const res = await http(method, path, { token, rawBody });
+        const res = await admitted(() => http(method, path, { token, rawBody }));
         expect(res.status, `${label}: ${method} ${path}`).toBe(400);
         expect(envelope(res).code).toBe("VALIDATION_FAILED");
       }

@@ -56,6 +56,24 @@ export async function http<T = any>(
   return { status: res.status, headers: res.headers, body: res.body };
 }
 
+/** The message of the gateway's overload guard's 429 (gateway/src/overload.ts). */
+export const SHED_MESSAGE = "server busy, retry after the wait";
+
+/**
+ * `call` once, and again after Retry-After while the gateway sheds it (429 with the overload
+ * guard's message), as a client does, at most `attempts` times in all; any other answer is
+ * returned at once. For tests whose claim is about what a request answers once admitted, run
+ * with the production shedding on a machine other work may load: a shed request did no work.
+ */
+export async function admitted<T = any>(call: () => Promise<RawAnswer<T>>, attempts = 5): Promise<RawAnswer<T>> {
+  for (let i = 1; ; i++) {
+    const res = await call();
+    const shed = res.status === 429 && (res.body as { error?: { message?: unknown } } | undefined)?.error?.message === SHED_MESSAGE;
+    if (!shed || i >= attempts) return res;
+    await new Promise((r) => setTimeout(r, Number(res.headers.get("retry-after") ?? 1) * 1000));
+  }
+}
+
 /** Asserts the interface's error envelope and answers its error. */
 export function envelope(a: RawAnswer): { code: string; message: string; requestId: string; fields?: { path: string; message: string }[] } {
   const e = (a.body as { error?: any })?.error;

@@ -1,5 +1,6 @@
 import { AckPolicy, DeliverPolicy, Events, type ConsumerMessages, type JsMsg, type NatsConnection } from "nats";
 import type { Logger } from "./log.js";
+import { someCause } from "./errors.js";
 import { processMetrics } from "./metrics.js";
 import { isNotFound, type Nats, type QueueName } from "./nats.js";
 import { ALIVE_MS, BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
@@ -105,13 +106,8 @@ const unavailableCodes = new Set(["503", "408", "TIMEOUT", "DISCONNECT", "CONNEC
  * True when `err` (or an error it was caused by) is NATS being unavailable rather than the task
  * failing: no responders (a stream without a leader), a request timeout, a lost connection.
  */
-export function natsUnavailable(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (e.name === "NatsError" && typeof code === "string" && unavailableCodes.has(code)) return true;
-  }
-  return false;
-}
+export const natsUnavailable = (err: unknown): boolean =>
+  someCause(err, (e) => e.name === "NatsError" && typeof e.code === "string" && unavailableCodes.has(e.code));
 
 export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const { nats, log, queue } = o;

@@ -1,6 +1,7 @@
 import { AckPolicy, DeliverPolicy, Events, type ConsumerMessages, type JsMsg, type NatsConnection } from "nats";
 import type { Logger } from "./log.js";
 import { someCause } from "./errors.js";
+import { within } from "./time.js";
 import { processMetrics } from "./metrics.js";
 import { isNotFound, type Nats, type QueueName } from "./nats.js";
 import { ALIVE_MS, BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
@@ -278,9 +279,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       stopped = true;
       running.delete(worker);
       await messages?.close();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([looping, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
-      clearTimeout(timer);
+      await within(STOP_WAIT_MS, looping ?? Promise.resolve()).catch(() => undefined);
     },
     lastAlive: () => alive,
   };

@@ -36,7 +36,7 @@ function runProbe(otel: Record<string, string>): Promise<Probe> {
   Object.assign(env, otel);
   return new Promise((resolve, reject) => {
     execFile(process.execPath, ["--import", "./dist/otel.js", "--input-type=module", "-e", probe], { cwd: kitDir, env }, (err, stdout) => {
-      if (err) return reject(err as Error);
+      if (err) return reject(new Error(`the probe failed: ${err.message}`, { cause: err }));
       // pino's lines and the probe's answer (a console exporter's span dumps are not JSON lines).
       const json = stdout
         .split("\n")

@@ -10,7 +10,7 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 // One request followed across every process of a split system (workers in processes of their
-// own): the gateway's route, the feed RPC, the fan-out task, the notify task and the webhook POST
+// own), and across the one-process system's in-process calls: the gateway's route, the feed RPC, the fan-out task, the notify task and the webhook POST
 // are spans of one trace, and the webhook receiver sees that trace's `traceparent`. Each process
 // exports its spans over OTLP/HTTP (JSON) to a small collector in this test: the processes are
 // separate, so an in-memory exporter inside one of them could not see the others' spans.
@@ -60,13 +60,25 @@ async function startCollector(): Promise<{ url: string; spans: CollectedSpan[]; 
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("traces across the split system", () => {
+/** The hops the test follows, by process: split (workers apart) or the one-process system. */
+const modes = {
+  split: {
+    gateway: "feeds-gateway",
+    feed: "feeds-feed-api",
+    fanout: "feeds-feed-worker",
+    notify: "feeds-notification-worker",
+  },
+  "one-process": { gateway: "feeds-system", feed: "feeds-system", fanout: "feeds-system", notify: "feeds-system" },
+} as const;
+
+describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %s system", (mode) => {
+  const p = modes[mode];
   let system: RunningSystem;
   let infra: Awaited<ReturnType<typeof testInfra>>;
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let receiver: Receiver;
   let token = "";
-  const namespace = newNamespace("traces");
+  const namespace = newNamespace(mode === "split" ? "traces_split" : "traces_one");
   const staff = { email: uniqueEmail("staff"), password: randomBytes(12).toString("base64url") };
 
   beforeAll(async () => {
@@ -74,8 +86,9 @@ describe("traces across the split system", () => {
     collector = await startCollector();
     receiver = await startReceiver();
     system = await startSystem({
-      split: true,
-      workers: true,
+      // Split: every service and worker in a process of its own. One process: the in-process
+      // calls (direct transport) still get a client and a server span each.
+      ...(mode === "split" ? { split: true, workers: true } : {}),
       env: {
         ...infra.env,
         FEEDS_NAMESPACE: namespace,
@@ -143,16 +156,16 @@ describe("traces across the split system", () => {
     // From the root down: the receiver's parent is the webhook POST's span, under the webhooks
     // task, published by the notify task, published by the fan-out task, published by the feed
     // service's AddActivity (its outbox), called by the gateway's route.
-    expect(hops[0]).toBe(`feeds-gateway: ${route}`);
+    expect(hops[0]).toBe(`${p.gateway}: ${route}`);
     expect(chain.at(-1)?.parentSpanId).toBe("");
     const expected = [
-      `feeds-gateway: ${route}`,
-      "feeds-gateway: feeds.feed.v1.FeedService/AddActivity",
-      "feeds-feed-api: feeds.feed.v1.FeedService/AddActivity",
-      "feeds-feed-worker: fanout process",
-      "feeds-notification-worker: notify process",
-      "feeds-notification-worker: webhooks process",
-      "feeds-notification-worker: webhook POST",
+      `${p.gateway}: ${route}`,
+      `${p.gateway}: feeds.feed.v1.FeedService/AddActivity`,
+      `${p.feed}: feeds.feed.v1.FeedService/AddActivity`,
+      `${p.fanout}: fanout process`,
+      `${p.notify}: notify process`,
+      `${p.notify}: webhooks process`,
+      `${p.notify}: webhook POST`,
     ];
     expect(hops.filter((h) => expected.includes(h))).toEqual(expected);
     // The POST is the receiver's parent; every span of the trace hangs under the one root.

@@ -1,8 +1,9 @@
-// What tracing costs on a hot route: two one-process systems side by side, one without OTEL_*
-// (the hook does nothing) and one exporting every span (always sampled, the SDK's default) over
-// OTLP/HTTP JSON to a sink in this process, loaded in turns on the same warm read, GET
-// /v1/feeds/user/author?limit=20 (20 activities, a server token). Figures per system: requests
-// per second, p50 and p99 latency, the gateway process's CPU per request, and the ratios on/off.
+// What tracing costs on a hot route: one-process systems side by side, one without OTEL_* (the
+// hook does nothing), one exporting every span (always sampled, the SDK's default) and one
+// sampling a tenth of the traces, over OTLP/HTTP JSON to a sink in this process, loaded in turns
+// on the same warm read, GET /v1/feeds/user/author?limit=20 (20 activities, a server token).
+// Figures per system: requests per second, p50 and p99 latency, the system process's CPU per
+// request, and each one's ratios to the system without tracing.
 // Not part of `npm run bench`; run by hand:
 //   node test/bench/traces.mjs [--skip-build] [--rounds=4] [--seconds=8] [--connections=16]
 import { createServer } from "node:http";
@@ -62,44 +63,51 @@ const sum = (rs) => ({
   cpuMsPerRequest: (1000 * rs.reduce((a, r) => a + r.cpuS, 0)) / rs.reduce((a, r) => a + r.requests, 0),
 });
 
+// Every system's variant: tracing off, on with every trace sampled, on with a tenth sampled.
+const variants = {
+  off: noShed,
+  on: traced,
+  "on-10%": { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" },
+};
+const names = Object.keys(variants);
+
+/** Starts a system per variant (nested: all run at once, idle but for their turn), then `fn`. */
+function withSystems(i, got, fn) {
+  if (i === names.length) return fn(got);
+  return withSystem(infra, log, `traces ${names[i]}`, (c) => withSystems(i + 1, { ...got, [names[i]]: c }, fn), { env: variants[names[i]] });
+}
+
 try {
-  await withSystem(infra, log, "traces off", (off) =>
-    withSystem(
-      infra,
-      log,
-      "traces on",
-      async (on) => {
-        const targets = { off: await seed(off), on: await seed(on) };
-        // Warm both (JIT, caches), then take turns.
-        await round({ ...targets.off });
-        await round({ ...targets.on });
-        const results = { off: [], on: [] };
-        for (const i of range(rounds)) {
-          for (const name of i % 2 === 0 ? ["off", "on"] : ["on", "off"]) {
-            const r = await round(targets[name]);
-            results[name].push(r);
-            log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.non2xx + r.errors} not 2xx`);
-          }
-        }
-        const a = sum(results.off);
-        const b = sum(results.on);
-        const ratio = (x, y) => (y / x).toFixed(3);
-        const out = {
-          route: "GET /v1/feeds/:group/:id?limit=20",
-          rounds,
-          seconds,
-          connections,
-          off: a,
-          on: b,
-          spanBatchesExported: spans,
-          ratios: { rps: ratio(a.rps, b.rps), p50: ratio(a.p50, b.p50), p99: ratio(a.p99, b.p99), cpuPerRequest: ratio(a.cpuMsPerRequest, b.cpuMsPerRequest) },
-        };
-        console.log(JSON.stringify(out, null, 2));
-      },
-      { env: traced },
-    ),
-    { env: noShed },
-  );
+  await withSystems(0, {}, async (systems) => {
+    const targets = {};
+    for (const n of names) targets[n] = await seed(systems[n]);
+    // Warm each (JIT, caches), then take turns, the order rotating each round.
+    for (const n of names) await round(targets[n]);
+    const results = Object.fromEntries(names.map((n) => [n, []]));
+    for (const i of range(rounds)) {
+      for (const j of range(names.length)) {
+        const name = names[(i + j) % names.length];
+        const r = await round(targets[name]);
+        results[name].push(r);
+        log(`round ${i + 1} ${name}: ${Math.round(r.rps)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.cpuS.toFixed(2)} CPU s, ${r.non2xx + r.errors} not 2xx`);
+      }
+    }
+    const sums = Object.fromEntries(names.map((n) => [n, sum(results[n])]));
+    const ratio = (x, y) => Number((y / x).toFixed(3));
+    const base = sums.off;
+    const out = {
+      route: "GET /v1/feeds/:group/:id?limit=20",
+      rounds,
+      seconds,
+      connections,
+      ...sums,
+      spanBatchesExported: spans,
+      ratiosToOff: Object.fromEntries(
+        names.filter((n) => n !== "off").map((n) => [n, { rps: ratio(base.rps, sums[n].rps), p50: ratio(base.p50, sums[n].p50), p99: ratio(base.p99, sums[n].p99), cpuPerRequest: ratio(base.cpuMsPerRequest, sums[n].cpuMsPerRequest) }]),
+      ),
+    };
+    console.log(JSON.stringify(out, null, 2));
+  });
 } finally {
   sink.close();
 }

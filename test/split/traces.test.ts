@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServerToken } from "@feeds/node";
 import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
@@ -13,7 +14,8 @@ import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 // own), and across the one-process system's in-process calls: the gateway's route, the feed RPC, the fan-out task, the notify task and the webhook POST
 // are spans of one trace, and the webhook receiver sees that trace's `traceparent`. Each process
 // exports its spans over OTLP/HTTP (JSON) to a small collector in this test: the processes are
-// separate, so an in-memory exporter inside one of them could not see the others' spans.
+// separate, so an in-memory exporter inside one of them could not see the others' spans. The
+// gateway's access log line for the request carries the trace id and the route span's id.
 
 interface CollectedSpan {
   service: string;
@@ -78,6 +80,8 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let receiver: Receiver;
   let token = "";
+  /** The gateway process's log lines (JSON). */
+  const gatewayLines: Record<string, unknown>[] = [];
   const namespace = newNamespace(mode === "split" ? "traces_split" : "traces_one");
   const staff = { email: uniqueEmail("staff"), password: randomBytes(12).toString("base64url") };
 
@@ -95,7 +99,8 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
         BOOTSTRAP_STAFF_EMAIL: staff.email,
         BOOTSTRAP_STAFF_PASSWORD: staff.password,
         TRUST_PROXY: "1",
-        LOG_LEVEL: "error",
+        // info: the gateway's access line (one per request) is written at info.
+        LOG_LEVEL: "info",
         // The webhook receiver listens on loopback.
         WEBHOOK_ALLOW_PRIVATE: "1",
         // Tracing on, exported to the collector above as OTLP/HTTP JSON.
@@ -104,6 +109,11 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
         // Batches leave every 200 ms rather than the SDK's 5 s, so the test waits less.
         OTEL_BSP_SCHEDULE_DELAY: "200",
       },
+    });
+    // The process that answers HTTP is named "gateway" in either mode.
+    const gateway = system.processes.find((p) => p.name === "gateway")!;
+    createInterface({ input: gateway.child.stdout! }).on("line", (line) => {
+      if (line.startsWith("{")) gatewayLines.push(JSON.parse(line) as Record<string, unknown>);
     });
     const login = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
     expect(login.status).toBe(200);
@@ -119,7 +129,7 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
     if (infra) await dropNamespace(namespace, infra);
   });
 
-  it("one POST of an activity with one follower and one webhook destination is one trace: gateway route, feed RPC, fan-out task, notify task, webhook POST; the receiver gets its traceparent", async () => {
+  it("one POST of an activity with one follower and one webhook destination is one trace: gateway route, feed RPC, fan-out task, notify task, webhook POST; the receiver gets its traceparent, the gateway's access line names the trace", async () => {
     const hook = await http("POST", "/v1/webhooks", { url: system.url, token, body: { url: receiver.url("/traced") } });
     expect(hook.status).toBe(201);
     receiver.secret("/traced", hook.body.signing_secret);
@@ -172,6 +182,9 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
     expect(chain[0]?.name).toBe("webhook POST");
     const roots = spansOf().filter((s) => s.parentSpanId === "");
     expect(roots.map((s) => s.name)).toEqual([route]);
+    // The gateway's access line for the request names the trace and the route's span.
+    const access = gatewayLines.filter((l) => l.msg === "request" && l.route === "/v1/feeds/:group/:id/activities" && l.method === "POST");
+    expect(access.map((l) => [l.status, l.trace_id, l.span_id])).toEqual([[201, traceId, roots[0]?.spanId]]);
     // The fan-out's follower pass: a Graph RPC inside the fan-out task.
     const fanoutTask = chain.find((s) => s.name === "fanout process")!;
     expect(spansOf().some((s) => s.parentSpanId === fanoutTask.spanId && s.name === "feeds.graph.v1.GraphService/StreamFollowerFeeds")).toBe(true);

@@ -11,8 +11,9 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 // One request followed across every process of a split system (workers in processes of their
-// own), and across the one-process system's in-process calls: the gateway's route, the feed RPC, the fan-out task, the notify task and the webhook POST
-// are spans of one trace, and the webhook receiver sees that trace's `traceparent`. Each process
+// own), and across the one-process system's in-process calls: the gateway's route, the feed RPC,
+// the fan-out task, the notify task and the webhook POST are spans of one trace, and the webhook
+// receiver sees that trace's `traceparent`. Each process
 // exports its spans over OTLP/HTTP (JSON) to a small collector in this test: the processes are
 // separate, so an in-memory exporter inside one of them could not see the others' spans. The
 // gateway's access log line for the request carries the trace id and the route span's id.

@@ -4,7 +4,6 @@ import { createTenantAuthenticator } from "./auth.js";
 import { operations } from "@feeds/contract";
 import { createRouteTable } from "./define.js";
 import { openApiDocument } from "./openapi/document.js";
-import { baseUrlOf } from "./openapi/served.js";
 import { createOriginUnion, installCors, requestTenantId } from "./cors.js";
 import { installAccessLog, installErrorHandling, installRequestIds, installTraceNames, serverOptions } from "./http.js";
 import { createIdempotency } from "./idempotency.js";
@@ -85,7 +84,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   routes.assertServes(operations);
   // The committed docs/openapi.json with this gateway as its server (rendered once, on first ask).
   let doc: ReturnType<typeof openApiDocument> | undefined;
-  app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: baseUrlOf(app, config.HOST) })));
+  app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: config.PUBLIC_URL ?? "/" })));
   await app.ready();
   return app;
 }

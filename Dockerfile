@@ -3,6 +3,8 @@
 #   node gateway/dist/main.js                 (default: the HTTP gateway on PORT, every <SERVICE>_URL required)
 #   node services/<name>/dist/main.js         (a service: gRPC + Connect on GRPC_PORT)
 #   node system/dist/main.js                  (the whole system in one process, gateway on PORT)
+# Each runs as `node --import @feeds/kit/otel <entry>`: the OpenTelemetry hook (docs/operating.md,
+# Traces), a no-op unless OTEL_* asks for traces.
 # Build: docker build -t feeds:local .
 # Node 24 (LTS); the code supports Node >= 20 (package.json engines): --build-arg NODE_IMAGE=...
 
@@ -74,4 +76,4 @@ COPY --from=build /app/LICENSE LICENSE
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 50051
-CMD ["node", "gateway/dist/main.js"]
+CMD ["node", "--import", "@feeds/kit/otel", "gateway/dist/main.js"]

@@ -5,7 +5,7 @@ import { operations } from "@feeds/contract";
 import { createRouteTable } from "./define.js";
 import { openApiDocument } from "./openapi/document.js";
 import { createOriginUnion, installCors, requestTenantId } from "./cors.js";
-import { installAccessLog, installErrorHandling, installRequestIds, serverOptions } from "./http.js";
+import { installAccessLog, installErrorHandling, installRequestIds, installTraceNames, serverOptions } from "./http.js";
 import { createIdempotency } from "./idempotency.js";
 import { installHttpMetrics } from "./http-metrics.js";
 import { createOverloadGuard } from "./overload.js";
@@ -40,6 +40,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const app = Fastify(serverOptions(config, log));
   installRequestIds(app);
   installAccessLog(app, log, requestTenantId);
+  installTraceNames(app);
   installErrorHandling(app, log);
   installHttpMetrics(app);
   const overload = createOverloadGuard({

@@ -4,6 +4,7 @@ import { someCause } from "./errors.js";
 import { within } from "./time.js";
 import { processMetrics } from "./metrics.js";
 import { isNotFound, type Nats, type QueueName } from "./nats.js";
+import { inSpan, SpanKind, tracingOn } from "./tracing.js";
 import { ALIVE_MS, BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
 // One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
@@ -158,7 +159,16 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         }, ackWaitMs / 3)
       : undefined;
     try {
-      const later = await o.handle(m, detach);
+      // A span per delivery, a child of the publisher's (the message's `traceparent`).
+      const later = await (!tracingOn() ? o.handle(m, detach) : inSpan(
+        `${queue} process`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent: m.headers,
+          attributes: { "messaging.system": "nats", "messaging.destination.name": m.subject, "messaging.consumer.group.name": o.durable, "messaging.operation.type": "process", "feeds.deliveries": m.info.redeliveryCount },
+        },
+        () => o.handle(m, detach),
+      ));
       if (later) {
         // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
         m.nak(Math.max(1, Math.ceil(later.laterMs)));

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { JsMsg } from "nats";
-import { createQueueWorker, publishEvents, scope, uuidFrom, type Clients, type Logger, type Nats, type OutboxMessage, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, publishEvents, publishOptions, scope, uuidFrom, type Clients, type Logger, type Nats, type OutboxMessage, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
@@ -106,7 +106,7 @@ export function createFanout(deps: FanoutDeps) {
     // A follower set of one chunk is written here; a larger one is shared out as chunk tasks.
     // Each batch is held until the next arrives, so the last one knows whether it was alone.
     const publishChunk = async (feeds: string[]) => {
-      await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), { msgID: `c:${task.a}:${digest(feeds)}` });
+      await nats.js.publish(subject, encode({ kind: "chunk", t: task.t, a: task.a, feeds }), publishOptions(`c:${task.a}:${digest(feeds)}`));
       progress();
     };
     let held: string[] | undefined;

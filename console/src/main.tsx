@@ -1,7 +1,7 @@
 import { render } from "preact";
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import "./style.css";
-import { currentSession, homeOf, logout, onSessionChange } from "./session.js";
+import { currentSession, homeOf, logout, onSessionChange, refreshOperator } from "./session.js";
 import { linkClick, navigate, onNavigate } from "./router.js";
 import { resetLive } from "./live.js";
 import { InvitePage, LoginPage } from "./pages/login.js";
@@ -42,9 +42,15 @@ function App() {
   useRerender();
   const path = location.pathname.replace(/\/+$/, "");
   const session = currentSession();
-  // After a navigation, the new page's heading takes the focus (a screen reader announces it).
+  // After a navigation (not on the first load), the new page's heading takes the focus, so a
+  // screen reader announces it and Tab goes on from there.
+  const shown = useRef<string | undefined>(undefined);
   useEffect(() => {
-    document.getElementById("page-title")?.focus({ preventScroll: true });
+    if (shown.current !== undefined && shown.current !== path) document.getElementById("page-title")?.focus({ preventScroll: true });
+    shown.current = path;
+    // Who the operator is now (an owner may have changed their role): failures other than 401
+    // leave the session as it was.
+    refreshOperator().catch(() => undefined);
   }, [path]);
 
   if (path === "/console/invite") return <Shell>{<InvitePage />}</Shell>;
@@ -110,3 +116,5 @@ function Shell({ nav, who, children }: { nav?: preact.ComponentChildren; who?: p
 }
 
 render(<App />, document.getElementById("app") as HTMLElement);
+// First render done, handlers attached: what "first load to interactive" measures (docs/console.md).
+performance.mark("console-interactive");

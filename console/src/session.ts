@@ -85,6 +85,20 @@ export async function logout(): Promise<void> {
   navigate("/console/login", { replace: true });
 }
 
+/**
+ * Asks `GET /operator/me` again (each navigation): a role changed by an owner meanwhile changes
+ * which controls show; a 401 ends the session.
+ */
+export async function refreshOperator(): Promise<void> {
+  if (!session) return;
+  const op = await call(() => client.currentOperator());
+  if (session && (op.role !== session.operator.role || op.name !== session.operator.name)) {
+    session = { ...session, operator: op };
+    sessionStorage.setItem(SESSION_KEY, JSON.stringify(session));
+    for (const fn of listeners) fn();
+  }
+}
+
 /** An API error (the SDK's FeedsApiError) or anything else thrown by a call. */
 export type CallError = FeedsApiError | Error;
 

@@ -57,8 +57,8 @@ function FeedView({ feed }: { feed: string }) {
           {stats.data.follower_count} followers · follows {stats.data.following_count} feeds
         </p>
       ) : null}
-      <ErrorBox error={stats.error} />
-      <ErrorBox error={pages.error} />
+      {/* One box for the feed: its four calls fail alike (a malformed or refused feed). */}
+      <ErrorBox error={pages.error ?? stats.error} />
       <h3>Activities</h3>
       <Table label="Feed activities" head={["Time", "Actor", "Verb", "Object", "Id"]} empty={!page?.results.length}>
         {(page?.results ?? []).map((a) => (
@@ -114,7 +114,7 @@ function FeedView({ feed }: { feed: string }) {
       <div class="two">
         <div>
           <h3>Follows</h3>
-          <ErrorBox error={follows.error} />
+          {pages.error ? null : <ErrorBox error={follows.error} />}
           <Table label="Follows" head={["Target", "Since"]} empty={!follows.data?.results.length}>
             {(follows.data?.results ?? []).map((f) => (
               <tr key={`${f.target_group}:${f.target_id}`}>
@@ -135,7 +135,7 @@ function FeedView({ feed }: { feed: string }) {
         </div>
         <div>
           <h3>Followers</h3>
-          <ErrorBox error={followers.error} />
+          {pages.error ? null : <ErrorBox error={followers.error} />}
           <Table label="Followers" head={["Source", "Since"]} empty={!followers.data?.results.length}>
             {(followers.data?.results ?? []).map((f) => (
               <tr key={`${f.source_group}:${f.source_id}`}>

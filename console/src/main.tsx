@@ -115,6 +115,10 @@ function Shell({ nav, who, children }: { nav?: preact.ComponentChildren; who?: p
   );
 }
 
+// A session that ends takes its change signal with it (the next one starts from scratch).
+onSessionChange(() => {
+  if (!currentSession()) resetLive();
+});
 render(<App />, document.getElementById("app") as HTMLElement);
 // First render done, handlers attached: what "first load to interactive" measures (docs/console.md).
 performance.mark("console-interactive");

@@ -70,6 +70,8 @@ export function afterLogin(op: Operator): void {
 
 /** A 401 from any call: forget the session, remember the page, go to login. */
 export function unauthorized(): void {
+  // Several calls in flight meet the same 401: the first one decides.
+  if (!session) return;
   sessionStorage.setItem(RETURN_KEY, currentPath());
   endSession();
   navigate("/console/login", { replace: true });
@@ -107,7 +109,7 @@ export async function call<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();
   } catch (e) {
-    if (isFeedsApiError(e) && e.status === 401 && session) unauthorized();
+    if (isFeedsApiError(e) && e.status === 401) unauthorized();
     throw e;
   }
 }

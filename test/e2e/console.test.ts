@@ -294,6 +294,8 @@ describe("the operator console in headless Chromium", () => {
     }
     expect((await http("POST", "/v1/promoted", { token: server, body: { actor: "brand:acme", verb: "promote", object: "product:mug" } })).status).toBe(201);
     expect((await http("POST", "/v1/feeds/user/bob/follows", { token: server, body: { target: "user:alice" } })).status).toBeLessThan(300);
+    // One soft-deleted: a tombstone in the activities list.
+    expect((await http("DELETE", `/v1/activities/${ids[28]}`, { token: server })).status).toBe(204);
 
     const page = await tab();
     await page.goto(`${baseUrl()}/console/login`);
@@ -306,7 +308,10 @@ describe("the operator console in headless Chromium", () => {
     await button(page, "Inspect").click();
     const feedRows = page.getByRole("region", { name: "Feed activities" }).getByRole("row");
     await feedRows.filter({ hasText: ids[29] as string }).waitFor();
-    expect(await feedRows.count()).toBe(26); // the head row and 25
+    expect(await feedRows.count()).toBe(26); // the head row and 25 (29 live ones)
+    const tombstone = page.getByRole("region", { name: "All activities" }).getByRole("row").filter({ hasText: ids[28] as string });
+    await tombstone.getByText("deleted").waitFor();
+    expect(await page.getByRole("region", { name: "All activities" }).getByRole("row").filter({ hasText: ids[27] as string }).getByText("live", { exact: true }).count()).toBe(1);
     await page.getByRole("region", { name: "Promoted sidecar" }).getByText("brand:acme").waitFor();
     await page.getByRole("region", { name: "Objects sidecar" }).getByText("product:mug").waitFor();
     await page.getByRole("region", { name: "Followers" }).getByText("user:bob").waitFor();
@@ -314,7 +319,7 @@ describe("the operator console in headless Chromium", () => {
     await check(page, "inspector");
     await page.getByRole("group", { name: "Feed pages" }).getByRole("button", { name: "Next page", exact: true }).click();
     await feedRows.filter({ hasText: ids[0] as string }).waitFor();
-    expect(await feedRows.count()).toBe(6);
+    expect(await feedRows.count()).toBe(5); // the head row and the last 4 of 29
     // A malformed feed: the server's envelope with its code and request id.
     await field(page, "Feed").fill("no such!:feed");
     await button(page, "Inspect").click();

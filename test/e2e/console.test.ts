@@ -188,6 +188,12 @@ describe("the operator console in headless Chromium", () => {
     expect(await page.evaluate<string>("navigator.clipboard.readText()")).toBe(t.apiKey);
     // The session lives in sessionStorage, never in localStorage.
     expect(await page.evaluate("({ local: localStorage.length, session: Object.keys(sessionStorage) })")).toEqual({ local: 0, session: ["feeds-console.session"] });
+    // The owner edits the allowed browser origins.
+    await field(page, "Allowed origins (one per line, e.g. https://app.example.com)").fill("https://app.example.com\nhttp://localhost:3000");
+    await button(page, "Save origins").click();
+    await page.getByText("Saved.").waitFor();
+    await page.getByRole("listitem").filter({ hasText: "http://localhost:3000" }).waitFor();
+    expect((await http("GET", "/operator/tenant", { token: owner.token })).body.allowed_origins).toEqual(["https://app.example.com", "http://localhost:3000"]);
     await check(page, "tenant");
 
     // Team: invite an owner; the link carries the token in its fragment.
@@ -356,6 +362,37 @@ describe("the operator console in headless Chromium", () => {
     await page.getByRole("region", { name: "Event log" }).getByText("webhook.test").waitFor({ timeout: 10_000 });
     await check(page, "webhooks");
   }), 120_000);
+
+  it("a refused team change shows the interface's reason in words, its code and request id", () => inPage(async () => {
+    const t = await newTenant();
+    const first = await newOperator(t.id, "owner");
+    const second = await newOperator(t.id, "owner");
+    const page = await tab();
+    await page.goto(`${baseUrl()}/console/login`);
+    await field(page, "Email").fill(first.email);
+    await field(page, "Password").fill(PASSWORD);
+    await button(page, "Log in").click();
+    await page.waitForURL("**/console/tenant");
+    await link(page, "Team").click();
+    const row = page.getByRole("row").filter({ hasText: second.email });
+    await row.getByRole("button", { name: "Disable", exact: true }).waitFor();
+    // Meanwhile the other owner makes this one a member: the page still shows the owner's controls.
+    expect((await http("PATCH", `/operator/team/${first.id}`, { token: second.token, body: { role: "member" } })).status).toBe(200);
+    await row.getByRole("button", { name: "Disable", exact: true }).click();
+    const alert = page.getByRole("alert");
+    await alert.getByText("FORBIDDEN").waitFor();
+    await alert.getByText(/only an owner may change teammates/).waitFor();
+    await alert.getByRole("button", { name: "Copy request id", exact: true }).click();
+    const rid = (await alert.locator(".rid code").textContent()) ?? "";
+    expect(rid).toMatch(/^[\w-]{8,}$/);
+    expect(await page.evaluate<string>("navigator.clipboard.readText()")).toBe(rid);
+    // The next navigation learns the new role: no owner control any more.
+    await link(page, "Tenant").click();
+    await link(page, "Team").click();
+    await page.getByRole("banner").getByText("member", { exact: true }).waitFor();
+    await row.waitFor();
+    expect(await row.getByRole("button").count()).toBe(0);
+  }), 60_000);
 
   it("staff create, suspend and reactivate a tenant and read queue health", () => inPage(async () => {
     const page = await tab();

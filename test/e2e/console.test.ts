@@ -424,6 +424,21 @@ describe("the operator console in headless Chromium", () => {
     await row.getByText("active", { exact: true }).waitFor();
     expect((await http("GET", `/admin/tenants/${id}`, { token: await staffToken() })).body.status).toBe("active");
 
+    // Rotate its secret (typed confirmation) and create its first operator, who joins by the link.
+    await button(page, "Rotate secret").click();
+    await page.getByLabel(/Type the tenant name/).fill(name);
+    await button(page, "Confirm rotation").click();
+    await page.getByText("Copy the new secret now").waitFor();
+    const email = uniqueEmail("first");
+    await field(page, "Email").fill(email);
+    await field(page, "Name").fill("First owner");
+    await button(page, "Create operator").click();
+    const inviteUrl = await field(page, "Invite link").inputValue();
+    expect(inviteUrl).toMatch(/\/console\/invite#token=/);
+    const accepted = await http("POST", "/operator/invite/accept", { body: { token: decodeURIComponent(inviteUrl.split("#token=")[1] as string), password: PASSWORD }, ip: newIp() });
+    expect(accepted.status).toBe(200);
+    expect(accepted.body.operator).toMatchObject({ email, role: "owner", tenant_id: id });
+
     await link(page, "Queues").click();
     const queues = page.getByRole("region", { name: "Queue health" });
     for (const q of ["fanout", "notify", "webhooks"]) await queues.getByRole("cell", { name: q, exact: true }).waitFor();

@@ -1,5 +1,5 @@
 import type { AdminTenant } from "@feeds/contract";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { CopyButton, ErrorBox, Page, Pager, Table, useLoad, usePages, When } from "../ui.js";
 import { call, client } from "../session.js";
 import { RotateSecret } from "./tenant.js";
@@ -17,7 +17,7 @@ export function TenantsPage() {
       <section aria-labelledby="tenants-title">
         <h2 id="tenants-title">All tenants</h2>
         <ErrorBox error={pages.error} />
-        <Table label="Tenants" head={["Name", "Status", "API key", "Rate limit / min", "Created", ""]} empty={!rows.length && !pages.loading}>
+        <Table label="Tenants" head={["Name", "Status", "API key", "Rate limit / min", "Created", "Actions"]} empty={!rows.length && !pages.loading}>
           {rows.map((t) => (
             <tr key={t.id} class={t.id === selected ? "selected" : ""}>
               <td>{t.name}</td>
@@ -97,6 +97,9 @@ function CreateTenant({ onCreated }: { onCreated: () => void }) {
 
 function ManageTenant({ tenant, onChanged }: { tenant: AdminTenant; onChanged: () => void }) {
   const [confirm, setConfirm] = useState<"suspend" | "reactivate" | undefined>(undefined);
+  // Opened from a row: the panel's heading takes the focus (and comes into view).
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const change = async () => {
@@ -114,7 +117,7 @@ function ManageTenant({ tenant, onChanged }: { tenant: AdminTenant; onChanged: (
   };
   return (
     <section class="card" aria-labelledby="manage-title">
-      <h2 id="manage-title">
+      <h2 id="manage-title" tabIndex={-1} ref={heading}>
         Manage <span>{tenant.name}</span>
       </h2>
       <p>

@@ -321,7 +321,7 @@ describe("the operator console in headless Chromium", () => {
     await page.getByRole("region", { name: "Promoted sidecar" }).getByText("brand:acme").waitFor();
     await page.getByRole("region", { name: "Objects sidecar" }).getByText("product:mug").waitFor();
     await page.getByRole("region", { name: "Followers" }).getByText("user:bob").waitFor();
-    await page.getByText("1 followers").waitFor();
+    await page.getByText("1 follower · follows 0 feeds").waitFor();
     await check(page, "inspector");
     await page.getByRole("group", { name: "Feed pages" }).getByRole("button", { name: "Next page", exact: true }).click();
     await feedRows.filter({ hasText: ids[0] as string }).waitFor();
@@ -449,6 +449,8 @@ describe("the operator console in headless Chromium", () => {
   it("ran without a Content-Security-Policy refusal or a page error, and axe found nothing serious on any page", () => {
     expect(logs.filter((l) => /Content Security Policy|Refused to|page error/i.test(l))).toEqual([]);
     expect(Object.keys(scanned).sort()).toEqual(["inspector", "invite", "login", "queues", "team", "team-member", "tenant", "tenants", "webhooks"]);
+    const minor = Object.entries(scanned).flatMap(([p, vs]) => vs.map((v) => `${p}: ${v.id} (${v.impact})`));
+    console.log(`console: axe-core violations below serious: ${minor.length ? minor.join(", ") : "none"}`);
     console.log(`console: screenshots in ${SHOTS}: ${Object.keys(scanned).flatMap((p) => [`${p}-1280.png`, `${p}-390.png`]).join(", ")}`);
   });
 });

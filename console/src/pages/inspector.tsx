@@ -6,6 +6,8 @@ import { liveNote, useLive, useLiveReload } from "../live.js";
 
 const PAGE = 25;
 
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
+
 /** Inspector: a feed (page, promoted and objects sidecars, follows, followers, stats), the activities and the users. */
 export function InspectorPage() {
   const [input, setInput] = useState("");
@@ -54,7 +56,7 @@ function FeedView({ feed }: { feed: string }) {
       </h2>
       {stats.data ? (
         <p>
-          {stats.data.follower_count} followers · follows {stats.data.following_count} feeds
+          {plural(stats.data.follower_count, "follower")} · follows {plural(stats.data.following_count, "feed")}
         </p>
       ) : null}
       {/* One box for the feed: its four calls fail alike (a malformed or refused feed). */}
@@ -166,7 +168,7 @@ function Activities() {
   useLiveReload(live, pages.reload, pages.page === 1);
   const rows = pages.data?.results ?? [];
   return (
-    <section class="card" aria-labelledby="activities-title">
+    <section class="card">
       <h2 id="activities-title">All activities</h2>
       <p class="live">
         {live.signal ? `${live.signal.counts.activities} activities · ` : ""}
@@ -203,7 +205,7 @@ function Users() {
   useLiveReload(live, pages.reload, pages.page === 1);
   const rows = pages.data?.results ?? [];
   return (
-    <section class="card" aria-labelledby="users-title">
+    <section class="card">
       <h2 id="users-title">Users</h2>
       <p class="live">
         {live.signal ? `${live.signal.counts.users} users · ` : ""}

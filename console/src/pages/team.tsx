@@ -35,7 +35,7 @@ export function TeamPage() {
   return (
     <Page title="Team">
       {owner ? <InviteForm onInvited={pages.reload} /> : null}
-      <section aria-labelledby="team-title">
+      <section>
         <h2 id="team-title">Teammates</h2>
         <ErrorBox error={error} reasons={TEAM_REASONS} />
         <ErrorBox error={pages.error} />

@@ -29,7 +29,7 @@ export function WebhooksPage() {
   const log = events.data?.results ?? [];
   return (
     <Page title="Webhooks">
-      <section class="card" aria-labelledby="dest-title">
+      <section class="card">
         <h2 id="dest-title">Destinations</h2>
         <p>Your backend registers destinations with a server token (signing secrets are shown only to it).</p>
         <ErrorBox error={destinations.error} />
@@ -58,7 +58,7 @@ export function WebhooksPage() {
         <span role="status">{sent}</span>
         <ErrorBox error={error} />
       </section>
-      <section class="card" aria-labelledby="log-title">
+      <section class="card">
         <h2 id="log-title">Event log</h2>
         <p class="live">
           {live.signal ? `${live.signal.counts.webhook_events} records · ` : ""}

@@ -260,6 +260,7 @@ describe("the operator console in headless Chromium", () => {
     await button(page, "Rotate secret").click();
     const confirm = button(page, "Confirm rotation");
     expect(await confirm.isDisabled()).toBe(true);
+    await page.waitForFunction(`document.activeElement?.id === "rotate-confirm"`, undefined, { timeout: 2000 });
     await page.getByLabel(/Type the tenant name/).fill(name);
     await confirm.click();
     await page.getByText("Shown once.").waitFor();
@@ -416,6 +417,8 @@ describe("the operator console in headless Chromium", () => {
     await check(page, "tenants");
 
     await button(page, "Suspend").click();
+    // The confirmation takes the focus on its safe choice.
+    await page.waitForFunction(`document.activeElement?.textContent?.trim() === "Cancel"`, undefined, { timeout: 2000 });
     await button(page, "Yes, suspend").click();
     await row.getByText("suspended", { exact: true }).waitFor();
     await until("the tenant suspended", async () => ((await http("GET", `/admin/tenants/${id}`, { token: await staffToken() })).body.status === "suspended" ? true : undefined), 5000, 100);

@@ -100,6 +100,11 @@ function ManageTenant({ tenant, onChanged }: { tenant: AdminTenant; onChanged: (
   // Opened from a row: the panel's heading takes the focus (and comes into view).
   const heading = useRef<HTMLHeadingElement>(null);
   useEffect(() => heading.current?.focus(), []);
+  // A confirmation that opens takes the focus on its safe choice, Cancel.
+  const cancel = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (confirm) cancel.current?.focus();
+  }, [confirm]);
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const change = async () => {
@@ -133,7 +138,7 @@ function ManageTenant({ tenant, onChanged }: { tenant: AdminTenant; onChanged: (
           <button type="button" class={confirm === "suspend" ? "danger" : "primary"} disabled={busy} onClick={() => void change()}>
             {confirm === "suspend" ? "Yes, suspend" : "Yes, reactivate"}
           </button>
-          <button type="button" onClick={() => setConfirm(undefined)}>
+          <button type="button" ref={cancel} onClick={() => setConfirm(undefined)}>
             Cancel
           </button>
         </div>

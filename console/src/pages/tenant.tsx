@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { CopyButton, ErrorBox, Page, useLoad, When } from "../ui.js";
 import { call, client, currentSession } from "../session.js";
 
@@ -94,6 +94,11 @@ export function RotateSecret({ tenantName, rotate = () => client.rotateSecret() 
   const [secret, setSecret] = useState<string | undefined>(undefined);
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
+  // The confirmation's field takes the focus when it opens.
+  const confirmField = useRef<HTMLInputElement>(null);
+  useEffect(() => {
+    if (confirming) confirmField.current?.focus();
+  }, [confirming]);
   const submit = async (e: Event) => {
     e.preventDefault();
     if (typed !== tenantName) return;
@@ -123,7 +128,7 @@ export function RotateSecret({ tenantName, rotate = () => client.rotateSecret() 
           <label for="rotate-confirm">
             Type the tenant name (<strong>{tenantName}</strong>) to confirm
           </label>
-          <input id="rotate-confirm" type="text" autocomplete="off" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} />
+          <input id="rotate-confirm" ref={confirmField} type="text" autocomplete="off" value={typed} onInput={(e) => setTyped(e.currentTarget.value)} />
           <button type="submit" class="danger" disabled={typed !== tenantName || busy}>
             Confirm rotation
           </button>

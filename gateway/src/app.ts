@@ -24,6 +24,7 @@ import { notificationRoutes } from "./routes/notifications.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { engagementRoutes } from "./routes/engagement.js";
 import { originRoutes } from "./routes/origins.js";
+import { installConsole } from "./console.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -85,6 +86,8 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   // The committed docs/openapi.json with this gateway as its server (rendered once, on first ask).
   let doc: ReturnType<typeof openApiDocument> | undefined;
   app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: config.PUBLIC_URL ?? "/" })));
+  // The operator console's built files (not API routes: outside the route table and the document).
+  installConsole(app, log);
   await app.ready();
   return app;
 }

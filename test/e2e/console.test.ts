@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,8 +19,8 @@ import { until } from "../support/until.js";
 // scripts/test.mjs installs chromium with apt when it is missing and builds the console (set-up).
 
 const CHROMIUM = "/usr/bin/chromium";
-/** Where the screenshots go: <page>-<width>.png. */
-const SHOTS = "/tmp/feeds-console";
+/** Where the screenshots go, beside the run's other output (.cache/vitest-report.json): <page>-<width>.png. */
+const SHOTS = fileURLToPath(new URL("../../.cache/test-output/console", import.meta.url));
 /** The console's change-signal period (console/src/live.ts POLL_MS). */
 const POLL_MS = 2000;
 /** Issue 22: first load of /console to interactive. */

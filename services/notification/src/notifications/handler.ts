@@ -2,7 +2,6 @@ import type { FeedEvent, Logger } from "@feeds/kit";
 import type { EventHandler } from "../worker.js";
 import type { Added, CountChanges } from "./changes.js";
 import { notificationOf } from "./from-event.js";
-import type { NotificationRepository } from "./notification-repository.js";
 
 /**
  * The notify worker's notifications handler: one event, at most one notification, inserted under
@@ -13,19 +12,18 @@ import type { NotificationRepository } from "./notification-repository.js";
  */
 export function createNotificationHandler(deps: {
   changes: Pick<CountChanges, "add">;
-  notifications: Pick<NotificationRepository, "exists">;
   log: Logger;
   onAdded?: (added: Added) => Promise<void>;
 }): EventHandler {
   const { changes, log } = deps;
-  return async (event: FeedEvent, delivery) => {
+  // A redelivered event joins the group it joined before: a base's collecting group only moves to
+  // later windows, so the act is within the one collecting now; its insert is then a duplicate.
+  return async (event: FeedEvent) => {
     const outcome = notificationOf(event);
     if ("skip" in outcome) {
       if (outcome.skip === "malformed") log.warn({ event: event.id, type: event.type }, "event not turned into a notification: malformed");
       return;
     }
-    // A redelivery of a stored notification: nothing to do (and no group to open for it again).
-    if (delivery.redelivered && (await deps.notifications.exists(outcome.notify.tenant_id, outcome.notify._id))) return;
     const added = await changes.add(outcome.notify);
     if (added && deps.onAdded) await deps.onAdded(added);
   };

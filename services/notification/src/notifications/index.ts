@@ -56,7 +56,6 @@ export async function createNotifications(deps: {
     service: createNotificationService({ notifications, counts, changes, groups, peers: deps.peers }),
     handler: createNotificationHandler({
       changes,
-      notifications,
       log: deps.log,
       ...(onAdded ? { onAdded: async ({ group: _group, ...added }: Added) => onAdded({ ...added, ...(await summaryOf({ ...added, group: _group })) }) } : {}),
     }),

@@ -61,9 +61,6 @@ export function createNotificationRepository(db: Db) {
       await notifications.createIndex({ tenant_id: 1, owner: 1, group_key: 1, created_at: -1, _id: -1 });
     },
 
-    /** Whether notification `id` exists (a redelivered event's, before it is grouped again). */
-    exists: async (tenantId: string, id: string): Promise<boolean> => (await notifications.findOne({ _id: id, tenant_id: tenantId }, { projection: { _id: 1 } })) !== null,
-
     /** A group's members, newest first (keyset as `page`). */
     groupPage(tenantId: string, owner: string, groupKey: string, limit: number, after: NotificationCursor | null) {
       const base = { ...ofOwner(tenantId, owner), group_key: groupKey };

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, newEvent, publishEvents, type FeedEvent, type Nats } from "@feeds/kit";
+import { ServerClient, UserClient } from "@feeds/node";
 import { envelope, http, newTenant, queueDrained, react, tenantWithActivity, type RawAnswer, type TestTenant } from "../support/api.js";
 import { until } from "../support/until.js";
 
@@ -357,5 +358,33 @@ describe("auth and validation", () => {
     await bad(await markGroups(user, { read: false }), "read");
     await bad(await markGroups(user, { seen: Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(32, "0")) }), "seen");
     await bad(await markGroups(await t.server(), { seen: true, owner: "bad owner!" }), "owner");
+  });
+});
+
+describe("the SDK", () => {
+  it("notificationGroups, notificationGroupMembers, markNotificationGroups and their iterators, answers validated against the contract", async () => {
+    const { t, server, activity } = await tenantWithActivity();
+    const creds = { baseUrl: inject("baseUrl"), apiKey: t.apiKey, apiSecret: t.apiSecret, validateResponses: true };
+    const sdk = new ServerClient(creds);
+    const owner = new UserClient({ ...creds, userId: "owner" });
+    await likes(server, activity.id, ["ann", "bob", "cat"]);
+    ok(await comment(server, activity.id, { text: "hi", user_id: "ann" }), 201);
+    await until("2 groups of 4", async () => {
+      const p = await owner.notificationGroups();
+      return p.results.reduce((n, g) => n + g.activity_count, 0) === 4 ? p : undefined;
+    }, 20_000);
+    const first = await sdk.notificationGroups({ owner: "owner", limit: 1 });
+    expect(first.results).toHaveLength(1);
+    expect(first).toMatchObject({ unseen: 2, unread: 2, next: expect.any(String) });
+    const all = [];
+    for await (const g of owner.allNotificationGroups({ limit: 1 })) all.push(g);
+    expect(all.map((g) => g.verb)).toEqual(["comment", "react"]);
+    const liked = all[1]?.group_key ?? "";
+    const members = [];
+    for await (const n of sdk.allNotificationGroupMembers(liked, { owner: "owner", limit: 2 })) members.push(n.actor);
+    expect(members).toEqual(["user:cat", "user:bob", "user:ann"]);
+    expect((await owner.notificationGroupMembers(liked, { limit: 1 })).results).toHaveLength(1);
+    expect(await owner.markNotificationGroups({ read: [liked] })).toEqual({ unseen: 1, unread: 1 });
+    expect(await sdk.markNotificationGroups({ seen: true, owner: "owner" })).toEqual({ unseen: 0, unread: 1 });
   });
 });

@@ -60,18 +60,14 @@ export async function groupCounts(notifications: Pick<NotificationRepository, "g
 export function createGroupService(deps: GroupServiceDeps): GroupMethods {
   const { notifications, groups, changes } = deps;
 
-  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[]): Promise<NotificationGroup[]> {
-    const keys = page.map((g) => g._id);
-    const [unseen, unread, shown] = await Promise.all([
-      notifications.groupsWithout(tenantId, owner, "seen_at", keys),
-      notifications.groupsWithout(tenantId, owner, "read_at", keys),
-      Promise.all(
-        page.map(async (g) => {
-          const [actors, latest] = await Promise.all([groups.actors(tenantId, g._id, GROUP_SHOWN), notifications.groupPage(tenantId, owner, g._id, GROUP_SHOWN, null)]);
-          return { actors, latest: latest.slice(0, GROUP_SHOWN) };
-        }),
-      ),
-    ]);
+  /** The page's groups as the RPC answers them; `unseen`/`unread`: the owner's groups with such a member. */
+  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[], unseen: Set<string>, unread: Set<string>): Promise<NotificationGroup[]> {
+    const shown = await Promise.all(
+      page.map(async (g) => {
+        const [actors, latest] = await Promise.all([groups.actors(tenantId, g._id, GROUP_SHOWN), notifications.groupPage(tenantId, owner, g._id, GROUP_SHOWN, null)]);
+        return { actors, latest: latest.slice(0, GROUP_SHOWN) };
+      }),
+    );
     const users = await deps.actorUsers(ctx, tenantId, shown.flatMap((s) => [...s.actors, ...s.latest.map((d) => d.actor)]));
     return page.map((g, i) => {
       const { actors, latest } = shown[i] ?? { actors: [], latest: [] as NotificationDoc[] };
@@ -105,12 +101,13 @@ export function createGroupService(deps: GroupServiceDeps): GroupMethods {
       const rows = await groups.page(tenant, owner, limit, groupCursorOf(req.page?.cursor));
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      const [results, counts] = await Promise.all([toGroups(ctx, tenant, owner, page), groupCounts(notifications, tenant, owner)]);
+      // The owner's unseen (unread) groups give both the page's counts and each shown group's state.
+      const [unseen, unread] = await Promise.all([notifications.groupsWithout(tenant, owner, "seen_at"), notifications.groupsWithout(tenant, owner, "read_at")]);
       return {
-        groups: results,
+        groups: await toGroups(ctx, tenant, owner, page, unseen, unread),
         next: rows.length > limit && last ? encodeCursor([last.updated_at.getTime(), last._id]) : "",
-        unseen: BigInt(counts.unseen),
-        unread: BigInt(counts.unread),
+        unseen: BigInt(unseen.size),
+        unread: BigInt(unread.size),
       };
     },
 

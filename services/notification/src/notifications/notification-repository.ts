@@ -70,13 +70,9 @@ export function createNotificationRepository(db: Db) {
       return notifications.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
     },
 
-    /**
-     * The owner's groups holding a notification with `field` unset (unseen or unread), among `keys`
-     * when given: a group is unseen while any member is.
-     */
-    async groupsWithout(tenantId: string, owner: string, field: "seen_at" | "read_at", keys?: string[]): Promise<Set<string>> {
-      const filter: Filter<NotificationDoc> = { ...ofOwner(tenantId, owner), [field]: null, ...(keys ? { group_key: { $in: keys } } : {}) };
-      const found: unknown[] = await notifications.distinct("group_key", filter);
+    /** The owner's groups holding a notification with `field` unset (unseen or unread): a group is unseen while any member is. */
+    async groupsWithout(tenantId: string, owner: string, field: "seen_at" | "read_at"): Promise<Set<string>> {
+      const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: null });
       return new Set(found.filter((k): k is string => typeof k === "string"));
     },
 

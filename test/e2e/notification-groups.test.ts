@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connectNats, newEvent, publishEvents, type FeedEvent, type Nats } from "@feeds/kit";
 import { ServerClient, UserClient } from "@feeds/node";
-import { envelope, http, newTenant, queueDrained, react, tenantWithActivity, type RawAnswer, type TestTenant } from "../support/api.js";
+import { envelope, freshRateWindow, http, newTenant, queueDrained, react, tenantWithActivity, type RawAnswer, type TestTenant } from "../support/api.js";
 import { until } from "../support/until.js";
 
 // Notification groups (issue 23) through the gateway: what groups (follows of one feed, reactions
@@ -358,6 +358,19 @@ describe("auth and validation", () => {
     await bad(await markGroups(user, { read: false }), "read");
     await bad(await markGroups(user, { seen: Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(32, "0")) }), "seen");
     await bad(await markGroups(await t.server(), { seen: true, owner: "bad owner!" }), "owner");
+  });
+});
+
+describe("rate weight", () => {
+  it("a grouped page counts 3 in the caller's rate window (it reads every shown group's actors and members); the flat page 1", async () => {
+    const t = await newTenant({ rate_limit_per_minute: 1000 });
+    const user = await t.user("alice");
+    await freshRateWindow();
+    const remaining = (a: RawAnswer) => Number(a.headers.get("ratelimit-remaining"));
+    const r0 = remaining(await flat(user));
+    const r1 = remaining(await groupsOf(user));
+    const r2 = remaining(await flat(user));
+    expect([r0 - r1, r1 - r2]).toEqual([3, 1]);
   });
 });
 

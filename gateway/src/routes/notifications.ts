@@ -5,6 +5,7 @@ import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
 import type { Clients } from "@feeds/kit";
 import { matchesEtag } from "./feeds.js";
+import { notificationGroupsWeight } from "../rate-weights.js";
 
 /** The interface's Notification resource. */
 const notificationJson = (n: Notification) => ({
@@ -77,6 +78,7 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
   });
 
   r.handle(operations.notificationGroups, {
+    weight: notificationGroupsWeight,
     async handler({ query, call }) {
       const res = await clients.notification.listNotificationGroups({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" }, call);
       return { results: res.groups.map(groupJson), next: res.next || null, unseen: Number(res.unseen), unread: Number(res.unread) };

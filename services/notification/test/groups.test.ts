@@ -6,7 +6,7 @@ import { createTestEnv } from "@feeds/kit/testing";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { COUNTS, countsKey } from "../src/notifications/counts.js";
 import { GROUPS, groupTarget } from "../src/notifications/group-repository.js";
-import { createNotifications } from "../src/notifications/index.js";
+import { createNotifications, type NotificationAdded } from "../src/notifications/index.js";
 import type { NotificationDoc } from "../src/notifications/notification-repository.js";
 
 // Notification groups counted once per member notification, against real MongoDB-wire storage:
@@ -106,5 +106,28 @@ describe("notification groups, once per member", { timeout: 60_000 }, () => {
     expect(await n.relayOnce()).toBe(1);
     expect(await n.relayOnce()).toBe(0);
     expect(await groups("fred")).toEqual([[2, 2]]);
+  });
+
+  it("onAdded hears of each new notification once, with its counts and its group summary (the stream's notification.added)", async () => {
+    const heard: NotificationAdded[] = [];
+    const n = await createNotifications({ db: env.db, nats: env.nats, redis: env.redis, peers, log: env.log, onAdded: async (a) => void heard.push(a) });
+    const tenant = `t${randomBytes(4).toString("hex")}`;
+    const activity = randomUUID();
+    const like = (by: string) => {
+      const at = new Date();
+      const data = { id: randomUUID(), activity_id: activity, user_id: by, kind: "like", created_at: at.toISOString() };
+      return newEvent("reaction.added", tenant, data, { at, meta: { activity_actor: "user:ann", actor: `user:${by}` } });
+    };
+    const follow = newEvent("follow.created", tenant, { source_group: "timeline", source_id: "cat", target_group: "user", target_id: "ann" }, { at: new Date() });
+    const first = like("bob");
+    for (const e of [first, like("bob"), first, follow]) await n.handler(e, { redelivered: false });
+    expect(heard.map((a) => [a.notification.verb, a.counts, a.group.activity_count, a.group.actor_count, a.groups_unseen, a.groups_unread])).toEqual([
+      ["react", { unseen: 1, unread: 1 }, 1, 1, 1, 1],
+      ["react", { unseen: 2, unread: 2 }, 2, 1, 1, 1],
+      ["follow", { unseen: 3, unread: 3 }, 1, 1, 2, 2],
+    ]);
+    expect(heard[0]?.group.group_key).toBe(heard[1]?.group.group_key);
+    expect(heard[2]?.group.group_key).toMatch(/^[0-9a-f]{32}$/);
+    expect(heard[2]?.group.group_key).not.toBe(heard[0]?.group.group_key);
   });
 });

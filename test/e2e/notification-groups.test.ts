@@ -125,6 +125,22 @@ describe("grouping", () => {
   });
 });
 
+describe("a page's shown members", () => {
+  it("a busy group does not crowd another out of its 5 actors and 5 latest members", async () => {
+    const { server, activity } = await tenantWithActivity();
+    const other = ok(await http("POST", "/v1/feeds/user/owner/activities", { token: server, body: { actor: "user:owner", verb: "post", object: "note:2" } }), 201);
+    await likes(server, other.id, ["b0", "b1", "b2", "b3", "b4"]);
+    await likes(server, activity.id, Array.from({ length: 7 }, (_, i) => `a${i}`));
+    const page = await groupsWhen(server, "owner", "7 and 5", (p) => p.results.map((g: any) => g.activity_count).join() === "7,5");
+    const two = ok(await groupsOf(server, "?owner=owner&limit=2"));
+    expect(two.results).toEqual(page.results);
+    const [busy, quiet] = two.results;
+    expect(busy.latest.map((n: any) => n.actor)).toEqual(["user:a6", "user:a5", "user:a4", "user:a3", "user:a2"]);
+    expect(quiet.latest.map((n: any) => n.actor)).toEqual(["user:b4", "user:b3", "user:b2", "user:b1", "user:b0"]);
+    expect(quiet.actors.map((a: any) => a.id)).toEqual(["b4", "b3", "b2", "b1", "b0"]);
+  });
+});
+
 describe("the 24-hour window", () => {
   // The window runs on the acts' times (`created_at`), which the notify worker takes from the
   // events: the test publishes reaction events with act times in the past, as the engagement

@@ -157,6 +157,12 @@ export function createGroupRepository(db: Db) {
     /** One of the owner's groups, or null. */
     get: (tenantId: string, owner: string, key: string) => groups.findOne({ _id: key, tenant_id: tenantId, owner }),
 
+    /** The `limit` most recent actors of groups `keys` together, most recent first. */
+    async actorsOf(tenantId: string, keys: string[], limit: number): Promise<{ group_key: string; actor: string }[]> {
+      const found = await actors.find({ tenant_id: tenantId, group_key: { $in: keys } }).sort({ last_at: -1, _id: -1 }).limit(limit).toArray();
+      return found.map((a) => ({ group_key: a.group_key, actor: a.actor }));
+    },
+
     /** Up to `n` distinct actors of a group, most recent first. */
     async actors(tenantId: string, key: string, n: number): Promise<string[]> {
       const found = await actors.find({ tenant_id: tenantId, group_key: key }).sort({ last_at: -1, _id: -1 }).limit(n).toArray();

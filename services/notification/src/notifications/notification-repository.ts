@@ -70,6 +70,11 @@ export function createNotificationRepository(db: Db) {
       return notifications.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
     },
 
+    /** The newest `limit` members of groups `keys` together, newest first (a grouped page's `latest`). */
+    latestOf(tenantId: string, owner: string, keys: string[], limit: number) {
+      return notifications.find({ ...ofOwner(tenantId, owner), group_key: { $in: keys } }).sort({ created_at: -1, _id: -1 }).limit(limit).toArray();
+    },
+
     /** The owner's groups holding a notification with `field` unset (unseen or unread): a group is unseen while any member is. */
     async groupsWithout(tenantId: string, owner: string, field: "seen_at" | "read_at"): Promise<Set<string>> {
       const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: null });

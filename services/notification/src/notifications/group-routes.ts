@@ -20,8 +20,8 @@ export const GROUP_SHOWN = 5;
 export const MARK_GROUPS_MAX = 100;
 
 export interface GroupServiceDeps {
-  notifications: Pick<NotificationRepository, "groupPage" | "groupsWithout">;
-  groups: Pick<GroupRepository, "page" | "get" | "actors">;
+  notifications: Pick<NotificationRepository, "groupPage" | "groupsWithout" | "latestOf">;
+  groups: Pick<GroupRepository, "page" | "get" | "actors" | "actorsOf">;
   changes: Pick<CountChanges, "mark">;
   actorUsers: (ctx: HandlerContext, tenantId: string, actors: string[]) => Promise<ActorUsers>;
 }
@@ -60,14 +60,35 @@ export async function groupCounts(notifications: Pick<NotificationRepository, "g
 export function createGroupService(deps: GroupServiceDeps): GroupMethods {
   const { notifications, groups, changes } = deps;
 
-  /** The page's groups as the RPC answers them; `unseen`/`unread`: the owner's groups with such a member. */
-  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[], unseen: Set<string>, unread: Set<string>): Promise<NotificationGroup[]> {
-    const shown = await Promise.all(
+  /**
+   * Each group's 5 latest actors and members: one query for all the page's groups of each (the
+   * newest 5 per group on the page at most), then one per group that a busier group crowded out.
+   */
+  async function shownOf(tenantId: string, owner: string, page: GroupDoc[]): Promise<{ actors: string[]; latest: NotificationDoc[] }[]> {
+    const keys = page.map((g) => g._id);
+    const [members, actors] = await Promise.all([
+      notifications.latestOf(tenantId, owner, keys, GROUP_SHOWN * page.length),
+      groups.actorsOf(tenantId, keys, GROUP_SHOWN * page.length),
+    ]);
+    const latestBy = new Map<string, NotificationDoc[]>();
+    for (const m of members) if (m.group_key) latestBy.set(m.group_key, [...(latestBy.get(m.group_key) ?? []), m]);
+    const actorsBy = new Map<string, string[]>();
+    for (const a of actors) actorsBy.set(a.group_key, [...(actorsBy.get(a.group_key) ?? []), a.actor]);
+    return Promise.all(
       page.map(async (g) => {
-        const [actors, latest] = await Promise.all([groups.actors(tenantId, g._id, GROUP_SHOWN), notifications.groupPage(tenantId, owner, g._id, GROUP_SHOWN, null)]);
-        return { actors, latest: latest.slice(0, GROUP_SHOWN) };
+        // Members are stored before their group counts them, actors before too: a count never runs ahead of what exists.
+        let latest = latestBy.get(g._id) ?? [];
+        if (latest.length < Math.min(GROUP_SHOWN, g.activity_count)) latest = await notifications.groupPage(tenantId, owner, g._id, GROUP_SHOWN, null);
+        let who = actorsBy.get(g._id) ?? [];
+        if (who.length < Math.min(GROUP_SHOWN, g.actor_count)) who = await groups.actors(tenantId, g._id, GROUP_SHOWN);
+        return { actors: who.slice(0, GROUP_SHOWN), latest: latest.slice(0, GROUP_SHOWN) };
       }),
     );
+  }
+
+  /** The page's groups as the RPC answers them; `unseen`/`unread`: the owner's groups with such a member. */
+  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[], unseen: Set<string>, unread: Set<string>): Promise<NotificationGroup[]> {
+    const shown = await shownOf(tenantId, owner, page);
     const users = await deps.actorUsers(ctx, tenantId, shown.flatMap((s) => [...s.actors, ...s.latest.map((d) => d.actor)]));
     return page.map((g, i) => {
       const { actors, latest } = shown[i] ?? { actors: [], latest: [] as NotificationDoc[] };

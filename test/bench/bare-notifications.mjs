@@ -10,8 +10,9 @@
 //   GET /v1/notifications/groups?owner=…&limit=20   the grouped page (issue 23) as the service
 //       reads it: the keyset query on notification_groups ({tenant_id, owner} sorted
 //       {updated_at:-1, _id:-1}, limit n+1), the owner's unseen and unread groups (distinct group
-//       keys of notifications with seen_at / read_at null, which also give each group's state), per group its 5 latest
-//       actors and 5 latest members, then the users of both; answers {results, next, unseen, unread}.
+//       keys of notifications with seen_at / read_at null, which also give each group's state), the
+//       page's latest members and actors in one query each (5 per group on the page), one more per
+//       group a busier one crowded out, then the users of both; answers {results, next, unseen, unread}.
 //
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT. Prints {"ready":true,"url":...}.
 import Fastify from "fastify";
@@ -90,13 +91,26 @@ app.get("/v1/notifications/groups", async (req) => {
     distinctKeys({ ...base, read_at: null }),
   ]);
   const page = rows.slice(0, limit);
+  const keys = page.map((g) => g._id);
+  const [members, actorRows] = await Promise.all([
+    notifications.find({ ...base, group_key: { $in: keys } }).sort({ created_at: -1, _id: -1 }).limit(5 * page.length).toArray(),
+    groupActors.find({ tenant_id: tenant, group_key: { $in: keys } }).sort({ last_at: -1, _id: -1 }).limit(5 * page.length).toArray(),
+  ]);
+  const bucket = (rows, value) => {
+    const m = new Map();
+    for (const r of rows) m.set(r.group_key, [...(m.get(r.group_key) ?? []), value(r)]);
+    return m;
+  };
+  const latestBy = bucket(members, (n) => n);
+  const actorsBy = bucket(actorRows, (a) => a.actor);
   const shown = await Promise.all(
     page.map(async (g) => {
-      const [actors, latest] = await Promise.all([
-        groupActors.find({ tenant_id: tenant, group_key: g._id }).sort({ last_at: -1, _id: -1 }).limit(5).toArray(),
-        notifications.find({ ...base, group_key: g._id }).sort({ created_at: -1, _id: -1 }).limit(6).toArray(),
-      ]);
-      return { actors: actors.map((a) => a.actor), latest: latest.slice(0, 5) };
+      let latest = latestBy.get(g._id) ?? [];
+      if (latest.length < Math.min(5, g.activity_count)) latest = await notifications.find({ ...base, group_key: g._id }).sort({ created_at: -1, _id: -1 }).limit(6).toArray();
+      let actors = actorsBy.get(g._id) ?? [];
+      if (actors.length < Math.min(5, g.actor_count))
+        actors = (await groupActors.find({ tenant_id: tenant, group_key: g._id }).sort({ last_at: -1, _id: -1 }).limit(5).toArray()).map((a) => a.actor);
+      return { actors: actors.slice(0, 5), latest: latest.slice(0, 5) };
     }),
   );
   const ids = [...new Set(shown.flatMap((s) => [...s.actors, ...s.latest.map((n) => n.actor)]).filter((a) => a.startsWith("user:")).map((a) => a.slice(5)))];

@@ -223,7 +223,7 @@ export const limits = {
    * 100: 2; at most 1,000: 11); `POST /v1/objects/bulk` 1 per `bulkObjectsPerUnit` objects
    * (at most 10); suggestions `suggestions`; react and unreact `reaction`.
    */
-  rateWeights: { followCopiesPerUnit: 100, bulkObjectsPerUnit: 10, suggestions: 5, reaction: 2 },
+  rateWeights: { followCopiesPerUnit: 100, bulkObjectsPerUnit: 10, suggestions: 5, reaction: 2, notificationGroups: 3 },
 } as const;
 
 export const serviceNames = [

@@ -35,3 +35,4 @@ export * from "./activity-json.js";
 export * from "./count-signal.js";
 export * from "./tracing.js";
 export { otelConfigured } from "./otel-env.js";
+export * from "./notification-groups.js";

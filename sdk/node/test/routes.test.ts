@@ -35,7 +35,7 @@ const groupAuth: Record<Group, AuthKind[]> = {
 };
 /** Methods that are not routes: raw access, tokens, the protected route callers, and the iterators over paged routes. */
 const notRoutes = new Set(["constructor", "raw", "request", "call", "getToken", "setToken", "send", "route", "signalOf"]);
-const iterators = ["feed", "activity", "allReplies", "allNotifications", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
+const iterators = ["feed", "activity", "allReplies", "allNotifications", "allNotificationGroups", "allNotificationGroupMembers", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
 for (const name of iterators) notRoutes.add(name);
 /** Arguments a method cannot take as plain strings. */
 const argsOf: Record<string, unknown[]> = { getObjects: [["song:1", "album:2"]] };

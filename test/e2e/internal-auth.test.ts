@@ -10,10 +10,9 @@ import { TenancyService } from "@feeds/proto/feeds/tenancy/v1/tenancy";
 import { OperatorService, UserService } from "@feeds/proto/feeds/identity/v1/identity";
 import { FeedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { Health, HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
-import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
-import { http, newIp, uniqueEmail } from "../support/api.js";
-import { testInfra } from "../support/infra.js";
-import { dropNamespace, newNamespace } from "../support/namespace.js";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
+import { http, uniqueEmail } from "../support/api.js";
+import { startOwnSystem, type OwnSystem } from "../support/own-system.js";
 
 // Split mode, workers in processes of their own: every service listens on the network, so each
 // must refuse a call unless its token was signed by a process the allow-list lets call that very
@@ -44,10 +43,8 @@ async function codeOf(p: Promise<unknown>): Promise<Code | "ok"> {
 
 describe("service-to-service calls in split mode", () => {
   const root = randomBytes(32);
-  const namespace = newNamespace("internal");
-  const staff = { email: `staff@${namespace.replace(/_/g, "-")}.test`, password: randomBytes(16).toString("base64url") };
   const asSystem: InternalClaims = { tenantId: undefined, caller: { kind: "system" } };
-  let infra: Awaited<ReturnType<typeof testInfra>>;
+  let own: OwnSystem;
   let system: RunningSystem;
   let tenant: { id: string; apiKey: string; apiSecret: string };
 
@@ -58,30 +55,13 @@ describe("service-to-service calls in split mode", () => {
   const as = (signer: Signer, method: DescMethod) => headers(tokenOf(signer, method));
 
   beforeAll(async () => {
-    infra = await testInfra();
-    system = await startSystem({
-      split: true,
-      workers: true,
-      env: {
-        ...infra.env,
-        FEEDS_INTERNAL_KEY: root.toString("base64"),
-        FEEDS_NAMESPACE: namespace,
-        BOOTSTRAP_STAFF_EMAIL: staff.email,
-        BOOTSTRAP_STAFF_PASSWORD: staff.password,
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "error",
-      },
-    });
-    const login = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
-    expect(login.status).toBe(200);
-    const created = await http("POST", "/admin/tenants", { url: system.url, token: login.body.token, body: { name: "internal-auth" } });
-    expect(created.status).toBe(201);
-    tenant = { id: created.body.tenant.id, apiKey: created.body.tenant.api_key, apiSecret: created.body.api_secret };
+    // The test holds the root every process's key derives from, to mint tokens as they would.
+    own = await startOwnSystem("internal-auth", { split: true, workers: true, env: { FEEDS_INTERNAL_KEY: root.toString("base64") } });
+    ({ system, tenant } = own);
   });
 
   afterAll(async () => {
-    await system?.stop();
-    if (infra) await dropNamespace(namespace, infra);
+    await own?.stop();
   });
 
   const grpc = (name: "TENANCY_URL" | "IDENTITY_URL" | "FEED_URL") => {

@@ -1,10 +1,7 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServerToken } from "@feeds/node";
-import { startSystem, type RunningProcess, type RunningSystem } from "../../scripts/lib/system.mjs";
-import { http, newIp, uniqueEmail } from "../support/api.js";
-import { testInfra } from "../support/infra.js";
-import { dropNamespace, newNamespace } from "../support/namespace.js";
+import type { RunningProcess, RunningSystem } from "../../scripts/lib/system.mjs";
+import { http } from "../support/api.js";
+import { startOwnSystem, type OwnSystem } from "../support/own-system.js";
 
 // A rolling restart as Kubernetes runs one, on a split system of its own with two gateways and two
 // feed processes (behind a TCP balancer, as a ClusterIP Service is): a steady stream of writes and
@@ -15,38 +12,19 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("rolling restarts under a steady stream of requests", () => {
+  let own: OwnSystem;
   let system: RunningSystem;
-  let infra: Awaited<ReturnType<typeof testInfra>>;
   let token = "";
-  const namespace = newNamespace("rolling");
-  const staff = { email: uniqueEmail("staff"), password: randomBytes(12).toString("base64url") };
   const processNamed = (name: string): RunningProcess => system.processes.find((p) => p.name === name)!;
 
   beforeAll(async () => {
-    infra = await testInfra();
-    system = await startSystem({
-      split: true,
-      replicas: { feed: 2 },
-      gateways: 2,
-      env: {
-        ...infra.env,
-        FEEDS_NAMESPACE: namespace,
-        BOOTSTRAP_STAFF_EMAIL: staff.email,
-        BOOTSTRAP_STAFF_PASSWORD: staff.password,
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "error",
-      },
-    });
-    const login = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
-    expect(login.status).toBe(200);
-    const created = await http("POST", "/admin/tenants", { url: system.url, token: login.body.token, body: { name: "rolling" } });
-    expect(created.status).toBe(201);
-    token = await createServerToken(created.body.tenant.api_key, created.body.api_secret);
+    own = await startOwnSystem("rolling", { split: true, replicas: { feed: 2 }, gateways: 2 });
+    ({ system } = own);
+    token = own.tenant.token;
   });
 
   afterAll(async () => {
-    await system?.stop();
-    if (infra) await dropNamespace(namespace, infra);
+    await own?.stop();
   });
 
   /**

@@ -1,13 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServerToken } from "@feeds/node";
-import { startSystem, type RunningSystem } from "../../scripts/lib/system.mjs";
-import { http, newIp, uniqueEmail } from "../support/api.js";
-import { testInfra } from "../support/infra.js";
-import { dropNamespace, newNamespace } from "../support/namespace.js";
+import type { RunningSystem } from "../../scripts/lib/system.mjs";
+import { http } from "../support/api.js";
+import { startOwnSystem, type OwnSystem } from "../support/own-system.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 // One request followed across every process of a split system (workers in processes of their
@@ -76,30 +73,22 @@ const modes = {
 
 describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %s system", (mode) => {
   const p = modes[mode];
+  let own: OwnSystem;
   let system: RunningSystem;
-  let infra: Awaited<ReturnType<typeof testInfra>>;
   let collector: Awaited<ReturnType<typeof startCollector>>;
   let receiver: Receiver;
   let token = "";
   /** The gateway process's log lines (JSON). */
   const gatewayLines: Record<string, unknown>[] = [];
-  const namespace = newNamespace(mode === "split" ? "traces_split" : "traces_one");
-  const staff = { email: uniqueEmail("staff"), password: randomBytes(12).toString("base64url") };
 
   beforeAll(async () => {
-    infra = await testInfra();
     collector = await startCollector();
     receiver = await startReceiver();
-    system = await startSystem({
+    own = await startOwnSystem(mode === "split" ? "traces_split" : "traces_one", {
       // Split: every service and worker in a process of its own. One process: the in-process
       // calls (direct transport) still get a client and a server span each.
       ...(mode === "split" ? { split: true, workers: true } : {}),
       env: {
-        ...infra.env,
-        FEEDS_NAMESPACE: namespace,
-        BOOTSTRAP_STAFF_EMAIL: staff.email,
-        BOOTSTRAP_STAFF_PASSWORD: staff.password,
-        TRUST_PROXY: "1",
         // info: the gateway's access line (one per request) is written at info.
         LOG_LEVEL: "info",
         // The webhook receiver listens on loopback.
@@ -111,23 +100,19 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])("traces across the %
         OTEL_BSP_SCHEDULE_DELAY: "200",
       },
     });
+    ({ system } = own);
     // The process that answers HTTP is named "gateway" in either mode.
     const gateway = system.processes.find((p) => p.name === "gateway")!;
     createInterface({ input: gateway.child.stdout! }).on("line", (line) => {
       if (line.startsWith("{")) gatewayLines.push(JSON.parse(line) as Record<string, unknown>);
     });
-    const login = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
-    expect(login.status).toBe(200);
-    const created = await http("POST", "/admin/tenants", { url: system.url, token: login.body.token, body: { name: "traces" } });
-    expect(created.status).toBe(201);
-    token = await createServerToken(created.body.tenant.api_key, created.body.api_secret);
+    token = own.tenant.token;
   });
 
   afterAll(async () => {
-    await system?.stop();
+    await own?.stop();
     await receiver?.close();
     await collector?.close();
-    if (infra) await dropNamespace(namespace, infra);
   });
 
   it("one POST of an activity with one follower and one webhook destination is one trace: gateway route, feed RPC, fan-out task, notify task, webhook POST; the receiver gets its traceparent, the gateway's access line names the trace", async () => {

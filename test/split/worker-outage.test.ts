@@ -1,14 +1,11 @@
-import { randomBytes } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createServerToken } from "@feeds/node";
 import { Health, HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
-import { startSystem, type RunningProcess, type RunningSystem } from "../../scripts/lib/system.mjs";
-import { http, newIp, uniqueEmail } from "../support/api.js";
-import { testInfra } from "../support/infra.js";
+import type { RunningProcess, RunningSystem } from "../../scripts/lib/system.mjs";
+import { http } from "../support/api.js";
 import { scrape, total } from "../support/metrics.js";
-import { dropNamespace, newNamespace } from "../support/namespace.js";
+import { startOwnSystem, type OwnSystem } from "../support/own-system.js";
 
 // What Kubernetes sees of one sick part, on a split system of its own (workers in processes of
 // their own, as the chart runs them): a stopped notify worker leaves the gateway ready on its own
@@ -24,38 +21,20 @@ const statusOf = (url: string, service: string) =>
     .then((r) => r.status);
 
 describe("one sick worker, one stopping service", () => {
+  let own: OwnSystem;
   let system: RunningSystem;
-  let infra: Awaited<ReturnType<typeof testInfra>>;
   let token = "";
-  const namespace = newNamespace("outage");
-  const staff = { email: uniqueEmail("staff"), password: randomBytes(12).toString("base64url") };
   const probe = (path: string) => fetch(system.metrics.gateway!.replace(/\/metrics$/, path));
   const processNamed = (name: string): RunningProcess => system.processes.find((p) => p.name === name)!;
 
   beforeAll(async () => {
-    infra = await testInfra();
-    system = await startSystem({
-      split: true,
-      workers: true,
-      env: {
-        ...infra.env,
-        FEEDS_NAMESPACE: namespace,
-        BOOTSTRAP_STAFF_EMAIL: staff.email,
-        BOOTSTRAP_STAFF_PASSWORD: staff.password,
-        TRUST_PROXY: "1",
-        LOG_LEVEL: "error",
-      },
-    });
-    const login = await http("POST", "/operator/login", { url: system.url, ip: newIp(), body: staff });
-    expect(login.status).toBe(200);
-    const created = await http("POST", "/admin/tenants", { url: system.url, token: login.body.token, body: { name: "outage" } });
-    expect(created.status).toBe(201);
-    token = await createServerToken(created.body.tenant.api_key, created.body.api_secret);
+    own = await startOwnSystem("outage", { split: true, workers: true });
+    ({ system } = own);
+    token = own.tenant.token;
   });
 
   afterAll(async () => {
-    await system?.stop();
-    if (infra) await dropNamespace(namespace, infra);
+    await own?.stop();
   });
 
   it("with every notify worker stopped, the gateway stays ready and serves; the whole-system readiness and its metric name worker:notify (and webhooks, which that process runs)", async () => {

@@ -180,19 +180,28 @@ describe("reaction changes finished by the outbox relay", { timeout: 30_000 }, (
 
   it("a live writer: the count update before the answer, the event and the clears after it", async () => {
     const { outbox, changes } = replica();
+    /**
+     * The writer's background (its publish, then its clear queued) has run: flushed clears until
+     * `done` holds, for up to 10 s (a loaded machine takes more than a tick; the relay never runs here).
+     */
+    const settled = async (done: () => Promise<boolean>) => {
+      for (const deadline = Date.now() + 10_000; Date.now() < deadline; ) {
+        await outbox.flush();
+        if (await done()) return;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
     const id = await activity();
     const { doc, created } = await changes.add(T, id, "live", "like");
     expect(created).toBe(true);
     expect(await stored(id)).toMatchObject({ reaction_counts: { like: 1 }, version: 2 });
-    await new Promise((r) => setTimeout(r, 50));
-    await outbox.flush();
+    await settled(async () => !(await reaction(doc))?.outbox_pending);
     expect(await reaction(doc)).not.toHaveProperty("outbox_pending");
     expect((await stored(id))?.applied ?? []).toEqual([]);
     // The same reaction again answers the stored one; the removal waits for nothing and counts once.
     await changes.remove(T, () => createReactionRepository(env.db).get(T, id, "live", "like"));
     expect(await stored(id)).toMatchObject({ reaction_counts: { like: 0 }, version: 3 });
-    await new Promise((r) => setTimeout(r, 50));
-    await outbox.flush();
+    await settled(async () => (await reaction(doc)) === null);
     expect(await reaction(doc)).toBeNull();
     expect((await stored(id))?.applied ?? []).toEqual([]);
     expect(await outbox.relayOnce()).toBe(0);

@@ -33,3 +33,4 @@ export * from "./scraped-gauge.js";
 export * from "./worker-beats.js";
 export * from "./activity-json.js";
 export * from "./count-signal.js";
+export * from "./live.js";

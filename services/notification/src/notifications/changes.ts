@@ -1,6 +1,7 @@
 import { type Outbox, type PendingChange } from "@feeds/kit";
 import { COUNTS, countsTarget, type Counts, type CountsDelta, type CountsDoc, type CountsRepository } from "./counts.js";
 import { NOTIFICATIONS, type NotificationDoc, type NotificationRepository, type Selection } from "./notification-repository.js";
+import type { LiveNotifications } from "./live.js";
 
 /** What a mark's pending change names (`change.data`): the owner's selections as the request gave them. */
 interface MarkData {
@@ -27,6 +28,8 @@ export function createCountChanges(deps: {
   inserts: Pick<Outbox, "change" | "forInsert" | "settle">;
   /** The outbox of counts documents (marks: a writer may take long to set thousands). */
   marks: Pick<Outbox, "change" | "settle">;
+  /** The owners' live streams (published before a change settles; the relay's finish publishes again). */
+  live: LiveNotifications;
 }) {
   const { notifications, counts } = deps;
   return {
@@ -34,7 +37,8 @@ export function createCountChanges(deps: {
     async add(n: NotificationDoc): Promise<boolean> {
       const change = deps.inserts.change([], { id: n._id, targets: [countsTarget(n.tenant_id, n.owner)], data: { ...NEW } });
       if (!(await notifications.insert({ ...n, ...deps.inserts.forInsert(change) }))) return false;
-      await counts.apply(n.tenant_id, n.owner, change.id, NEW);
+      const after = await counts.apply(n.tenant_id, n.owner, change.id, NEW);
+      await deps.live.added(n, after);
       await deps.inserts.settle(NOTIFICATIONS, n._id, change);
       return true;
     },
@@ -46,19 +50,22 @@ export function createCountChanges(deps: {
       await counts.recordMark(tenantId, owner, change);
       const set = await notifications.mark(tenantId, owner, seen, read, change.id, change.at);
       const after = await counts.apply(tenantId, owner, change.id, { unseen: -set.seen, unread: -set.read });
+      await deps.live.counts(tenantId, owner, change.id, after);
       await deps.marks.settle(COUNTS, countsTarget(tenantId, owner).id, change);
       return after;
     },
 
     /** The relay's finish of a notification whose writer died before counting it. */
     async finishNotification(doc: NotificationDoc, change: PendingChange): Promise<void> {
-      await counts.apply(doc.tenant_id, doc.owner, change.id, deltaOf(change));
+      const after = await counts.apply(doc.tenant_id, doc.owner, change.id, deltaOf(change));
+      await deps.live.added(doc, after);
     },
 
     /** The relay's finish of a mark whose writer died: what it stamped comes off the counts. */
     async finishMark(doc: CountsDoc, change: PendingChange): Promise<void> {
       const set = await notifications.stamped(doc.tenant_id, doc.owner, change.id);
-      await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
+      const after = await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
+      await deps.live.counts(doc.tenant_id, doc.owner, change.id, after);
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
 import { createOutbox, type Clients, type Logger, type Nats, type RedisConn } from "@feeds/kit";
 import { createCountChanges } from "./changes.js";
+import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
 import { createNotificationHandler } from "./handler.js";
 import { createNotificationRepository, NOTIFICATIONS } from "./notification-repository.js";
@@ -19,7 +20,7 @@ export async function createNotifications(deps: { db: Db; nats: Nats; redis: Red
   const counts = createCountsRepository(deps.db, deps.redis, deps.log);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });
   const marks = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS });
-  const changes = createCountChanges({ notifications, counts, inserts, marks });
+  const changes = createCountChanges({ notifications, counts, inserts, marks, live: createLiveNotifications(deps.nats) });
   inserts.register(NOTIFICATIONS, (doc, change) => changes.finishNotification(doc as never, change));
   marks.register(COUNTS, (doc, change) => changes.finishMark(doc as never, change));
   await Promise.all([notifications.ensureIndexes(), inserts.ensureIndexes(), marks.ensureIndexes()]);

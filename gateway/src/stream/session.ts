@@ -35,9 +35,11 @@ export function createSession(o: SessionOptions) {
   let closed = false;
   /** Frames at or before this sequence are the client's already (or were replayed). */
   let threshold = Infinity;
+  /** The id of the last frame queued, and of the last the socket took (the reset's: the client's cursor). */
   let lastId = "";
+  let writtenId = "";
   const pending: LiveFrame[] = [];
-  const queue: string[] = [];
+  const queue: { text: string; id: string }[] = [];
   let queuedBytes = 0;
   let waiters: (() => void)[] = [];
   let beat: NodeJS.Timeout | undefined;
@@ -48,29 +50,31 @@ export function createSession(o: SessionOptions) {
     for (const f of w) f();
   };
 
-  function write(text: string): void {
+  function write(text: string, id = lastId): void {
     if (closed) return;
     if (queue.length > 0 || res.writableNeedDrain) {
-      queue.push(text);
+      queue.push({ text, id });
       queuedBytes += Buffer.byteLength(text);
       if (queue.length >= STREAM_QUEUE.frames || queuedBytes + res.writableLength >= STREAM_QUEUE.bytes) end("consumer_too_slow");
       return;
     }
     res.write(text);
+    writtenId = id;
   }
 
   function flush(): void {
     while (queue.length > 0 && !res.writableNeedDrain && !closed) {
-      const text = queue.shift() as string;
+      const { text, id } = queue.shift() as { text: string; id: string };
       queuedBytes -= Buffer.byteLength(text);
       res.write(text);
+      writtenId = id;
     }
     if (queue.length === 0 && !res.writableNeedDrain) wake();
   }
 
   function send(f: LiveFrame): void {
     lastId = encodeCursor({ seq: f.seq, ms: f.ms });
-    write(`id: ${lastId}\nevent: ${f.type}\ndata: ${f.data}\n\n`);
+    write(`id: ${lastId}\nevent: ${f.type}\ndata: ${f.data}\n\n`, lastId);
   }
 
   /** Ends the session; with a reason, after a last `reset` frame (the queue unsent is dropped). */
@@ -79,7 +83,7 @@ export function createSession(o: SessionOptions) {
     if (reason) {
       queue.length = 0;
       queuedBytes = 0;
-      res.write(`${lastId ? `id: ${lastId}\n` : ""}event: reset\ndata: ${JSON.stringify({ reason })}\n\n`);
+      res.write(`${writtenId ? `id: ${writtenId}\n` : ""}event: reset\ndata: ${JSON.stringify({ reason })}\n\n`);
     }
     closed = true;
     hub.unwatch(subjects, watcher);

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createWorkerBeats, ensureLiveStream, ensureQueue, type Clients, type Config, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createWorkerBeats, ensureQueue, type Clients, type Config, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
 import { createNotifications } from "./notifications/index.js";
@@ -25,7 +25,6 @@ export async function createNotificationModule(deps: {
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
   await ensureQueue(deps.nats, "webhooks");
-  await ensureLiveStream(deps.nats);
   const notifications = await createNotifications({ db: deps.db, nats: deps.nats, redis: deps.redis, peers: deps.peers, log: deps.log });
   const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks, secretsKey: deps.webhookKey });
   // Notifications first: a failure redelivers the event to both, and both are idempotent.

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createOutbox, type Clients, type Logger, type Nats, type RedisConn } from "@feeds/kit";
+import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, type RedisConn } from "@feeds/kit";
 import { createCountChanges } from "./changes.js";
 import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
@@ -16,6 +16,8 @@ export const MARK_GRACE_MS = 60_000;
 
 /** The notification feeds: the RPCs, the notify worker's handler that fills them, and the counts' relays. */
 export async function createNotifications(deps: { db: Db; nats: Nats; redis: RedisConn; peers: () => Pick<Clients, "users">; log: Logger; graceMs?: { inserts?: number; marks?: number } }) {
+  // Owners' live streams take notification.added and notification.counts (docs/stream.md).
+  await ensureLiveStream(deps.nats);
   const notifications = createNotificationRepository(deps.db);
   const counts = createCountsRepository(deps.db, deps.redis, deps.log);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });

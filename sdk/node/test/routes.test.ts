@@ -30,6 +30,8 @@ const groupAuth: Record<Group, AuthKind[]> = {
   feedApi: ["tenant"],
   server: ["server"],
   user: ["user"],
+  // The browser client's stream (sdk/client); the Node clients do not stream.
+  stream: ["tenant"],
   operator: ["none", "operator", "member", "owner"],
   admin: ["staff"],
 };

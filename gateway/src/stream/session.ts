@@ -12,7 +12,7 @@ import { LOST, type LiveFrame, type LiveHub, type Watcher } from "./hub.js";
 
 export const STREAM_QUEUE = { frames: 1000, bytes: 1024 * 1024 } as const;
 /** A client that does not read its last frames in this long loses its connection. */
-const CLOSE_GRACE_MS = 10_000;
+const CLOSE_GRACE_MS = 60_000;
 export const RETRY_MS = 3000;
 
 export type ResetReason = "cursor_too_old" | "consumer_too_slow" | "server_draining";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { http, newTenant, type TestTenant } from "../support/api.js";
+import { http, newTenant, staffToken, type TestTenant } from "../support/api.js";
 import { openStream, type SseStream } from "../support/sse.js";
 
 // The live stream through the gateway (docs/stream.md): credentials (bearer and single-use
@@ -117,6 +117,51 @@ describe("GET /v1/stream", () => {
     const viaQuery = await stream(`/v1/stream?feeds=${feed}&last_event_id=${cursor}`, { token: server });
     await viaQuery.until("the replay", () => added(viaQuery, feed).length >= 4);
     expect(added(viaQuery, feed).map((e) => e.json.activity.id)).toEqual([...missed, live.id]);
+  });
+
+  it("a resume while posts go on: the replay, then live events, with no gap and no repeat at the seam", async () => {
+    const feed = `user:seam${randomBytes(3).toString("hex")}`;
+    const first = await stream(`/v1/stream?feeds=${feed}`, { token: server });
+    await first.until("the start", () => first.frames.length >= 1);
+    const cursor = first.lastId() as string;
+    first.close();
+    // Posts go on before, during and after the reconnect (its replay and its switch to live).
+    const posted: string[] = [];
+    let writing = true;
+    const writer = (async () => {
+      while (writing || posted.length < 30) posted.push((await post(feed, `note:${posted.length}`)).id);
+    })();
+    while (posted.length < 10) await sleep(10);
+    const again = await stream(`/v1/stream?feeds=${feed}`, { token: server, headers: { "last-event-id": cursor } });
+    expect(again.status).toBe(200);
+    await sleep(300);
+    writing = false;
+    await writer;
+    await again.until("every post", () => added(again, feed).length >= posted.length, 30_000);
+    await sleep(300);
+    expect(added(again, feed).map((e) => e.json.activity.id)).toEqual(posted);
+  });
+
+  it("a browser origin the tenant allows gets the stream's CORS headers (the stream writes its own answer)", async () => {
+    const own = await newTenant();
+    const origin = `https://app-${randomBytes(4).toString("hex")}.example`;
+    const set = await http("PUT", `/admin/tenants/${own.id}/origins`, { token: await staffToken(), body: { origins: [origin] } });
+    expect(set.status).toBe(200);
+    const token = await own.server();
+    let s: SseStream | undefined;
+    for (let i = 0; i < 40; i++) {
+      s = await stream("/v1/stream?feeds=user:alice", { token, headers: { origin } });
+      if (s.headers["access-control-allow-origin"] === origin) break;
+      s.close();
+      await sleep(100);
+    }
+    expect(s?.status).toBe(200);
+    expect(s?.headers["access-control-allow-origin"]).toBe(origin);
+    expect(s?.headers["access-control-expose-headers"]).toMatch(/X-Request-Id/);
+    expect(s?.headers.vary).toMatch(/Origin/);
+    const other = await stream("/v1/stream?feeds=user:alice", { token, headers: { origin: "https://elsewhere.example" } });
+    expect(other.status).toBe(200);
+    expect(other.headers["access-control-allow-origin"]).toBeUndefined();
   });
 
   it("a follower feed's activity.added comes after fan-out wrote its entry; patches and deletes reach every feed holding it", async () => {

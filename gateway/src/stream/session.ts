@@ -156,7 +156,11 @@ export function createSession(o: SessionOptions) {
       if (closed) return;
       threshold = at.seq;
       live = true;
-      for (const f of pending.splice(0)) if (f.seq > threshold) send(f);
+      for (const f of pending.splice(0)) {
+        if (f.seq <= threshold) continue;
+        threshold = f.seq;
+        send(f);
+      }
     },
   };
 }

@@ -1,6 +1,7 @@
 import { FeedsApiError } from "@feeds/contract/errors";
 import { routeTable } from "@feeds/contract/routes";
 import type { HttpClient } from "./http.js";
+import type { Activity, Notification } from "@feeds/contract";
 
 // The live stream with automatic resume (docs/stream.md): each connection is opened with a fresh
 // single-use ticket (minted with the client's token) and `last_event_id` = the id of the last
@@ -10,16 +11,13 @@ import type { HttpClient } from "./http.js";
 
 export type StreamEventType = "activity.added" | "activity.updated" | "activity.deleted" | "notification.added" | "notification.counts" | "reset";
 
-export interface StreamEvent {
-  /** The event's cursor: pass it as `lastEventId` to resume after it later. */
-  id: string;
-  type: StreamEventType;
-  /**
-   * `{feed, activity}` for activity events, `{notification, unseen, unread}` and `{unseen,
-   * unread}` for notification events, `{reason: "cursor_too_old"}` for reset (refetch over REST).
-   */
-  data: any;
-}
+/** One event of the stream; `id` is its cursor (pass it as `lastEventId` to resume after it later). */
+export type StreamEvent =
+  | { id: string; type: "activity.added" | "activity.updated" | "activity.deleted"; data: { feed: string; activity: Activity } }
+  | { id: string; type: "notification.added"; data: { notification: Notification; unseen: number; unread: number } }
+  | { id: string; type: "notification.counts"; data: { unseen: number; unread: number } }
+  /** Events were missed (`cursor_too_old`): refetch over REST. */
+  | { id: string; type: "reset"; data: { reason: string } };
 
 export interface StreamOptions {
   /** Feeds to watch (`group:id`, at most 20). */
@@ -122,7 +120,7 @@ export async function* liveStream(http: HttpClient, mint: (body: unknown) => Pro
         const data = f.data === undefined ? undefined : (JSON.parse(f.data) as unknown);
         // consumer_too_slow and server_draining are the transport's: the reconnect resumes.
         if (f.event === "reset" && (data as { reason?: unknown } | undefined)?.reason !== "cursor_too_old") continue;
-        yield { id: cursor ?? "", type: f.event as StreamEventType, data };
+        yield { id: cursor ?? "", type: f.event, data } as StreamEvent;
       }
     } catch (e) {
       if (o.signal?.aborted) return;

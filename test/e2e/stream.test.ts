@@ -256,6 +256,15 @@ describe("GET /v1/stream", () => {
     expect(again?.status).toBe(200);
   });
 
+  it("open streams are not requests in flight: 40 of them (the overload guard lets 32 requests execute) leave reads answering", async () => {
+    const own = await newTenant();
+    const token = await own.server();
+    const many = await Promise.all(Array.from({ length: 40 }, () => stream("/v1/stream?feeds=user:alice", { token })));
+    expect(many.map((s) => s.status)).toEqual(Array(40).fill(200));
+    const reads = await Promise.all(Array.from({ length: 5 }, () => http("GET", "/v1/feeds/user/alice", { token })));
+    expect(reads.map((r) => r.status)).toEqual(Array(5).fill(200));
+  });
+
   it("a client that never reads is reset (consumer_too_slow) and closed; a second client on the feed gets every event", async () => {
     const feed = `user:slow${randomBytes(3).toString("hex")}`;
     const slow = await stream(`/v1/stream?feeds=${feed}`, { token: server });

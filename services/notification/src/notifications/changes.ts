@@ -38,6 +38,7 @@ export function createCountChanges(deps: {
       const change = deps.inserts.change([], { id: n._id, targets: [countsTarget(n.tenant_id, n.owner)], data: { ...NEW } });
       if (!(await notifications.insert({ ...n, ...deps.inserts.forInsert(change) }))) return false;
       const after = await counts.apply(n.tenant_id, n.owner, change.id, NEW);
+      // Issue 23 §2's group fields (group, groups_unseen, groups_unread) join this event as `extra`.
       await deps.live.added(n, after);
       await deps.inserts.settle(NOTIFICATIONS, n._id, change);
       return true;

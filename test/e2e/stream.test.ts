@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { http, newTenant, staffToken, type TestTenant } from "../support/api.js";
 import { openStream, type SseStream } from "../support/sse.js";
+import { scrape, total } from "../support/metrics.js";
 
 // The live stream through the gateway (docs/stream.md): credentials (bearer and single-use
 // tickets), the feed set and notification rules, frames, resume after a cursor with nothing lost
@@ -243,6 +244,8 @@ describe("GET /v1/stream", () => {
     const five = [];
     for (let i = 0; i < 5; i++) five.push(await stream("/v1/stream?feeds=user:alice", { token: who }));
     expect(five.map((s) => s.status)).toEqual([200, 200, 200, 200, 200]);
+    // The gateway counts what it holds open (other tests' streams may be open too).
+    expect(total(await scrape(), "feeds_stream_open")).toBeGreaterThanOrEqual(5);
     const sixth = await stream("/v1/stream?feeds=user:alice", { token: who });
     expect(sixth.status).toBe(429);
     expect(sixth.body.error.code).toBe("RATE_LIMITED");
@@ -289,6 +292,7 @@ describe("GET /v1/stream", () => {
     const reset = events[events.length - 1];
     expect(reset?.event).toBe("reset");
     expect(reset?.json).toEqual({ reason: "consumer_too_slow" });
+    expect(total(await scrape(), "feeds_stream_resets_total", { reason: "consumer_too_slow" })).toBeGreaterThanOrEqual(1);
     const got = events.filter((e) => e.event === "activity.added").map((e) => e.json.activity.id);
     expect(got.length).toBeLessThan(ids.length);
     expect(got).toEqual(ids.slice(0, got.length));

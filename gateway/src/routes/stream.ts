@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { FeedsError, forbidden, liveFeedSubject, liveOwnerSubject, unauthenticated, validationFailed, type Config, type Logger, type Nats } from "@feeds/kit";
+import { FeedsError, forbidden, processMetrics, liveFeedSubject, liveOwnerSubject, unauthenticated, validationFailed, type Config, type Logger, type Nats } from "@feeds/kit";
 import { feedSet, operations } from "@feeds/contract";
 import type { TenantAuth } from "../auth.js";
 import { corsHeadersOf } from "../cors.js";
@@ -103,7 +103,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         log,
         onBeat: () => void slot.renew().catch((err: unknown) => log.warn({ err: String(err) }, "stream lease not renewed")),
         onEnd: () => {
-          sessions.delete(session);
+          if (sessions.delete(session)) processMetrics().streamsOpen.dec();
           void slot.release().catch((err: unknown) => log.warn({ err: String(err) }, "stream slot not released"));
         },
       });
@@ -120,6 +120,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         throw e;
       }
       sessions.add(session);
+      processMetrics().streamsOpen.inc();
       reply.hijack();
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = String(v);

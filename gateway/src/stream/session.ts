@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { Logger } from "@feeds/kit";
+import { processMetrics, type Logger } from "@feeds/kit";
 import { encodeCursor, type Position } from "./cursor.js";
 import { LOST, type LiveFrame, type LiveHub, type Watcher } from "./hub.js";
 
@@ -81,6 +81,7 @@ export function createSession(o: SessionOptions) {
   function end(reason?: ResetReason): void {
     if (closed) return;
     if (reason) {
+      processMetrics().streamResets.inc({ reason });
       queue.length = 0;
       queuedBytes = 0;
       res.write(`${writtenId ? `id: ${writtenId}\n` : ""}event: reset\ndata: ${JSON.stringify({ reason })}\n\n`);
@@ -151,7 +152,10 @@ export function createSession(o: SessionOptions) {
       } else {
         lastId = encodeCursor(at);
         write(`retry: ${RETRY_MS}\nid: ${lastId}\n\n`);
-        if (after) write(`id: ${lastId}\nevent: reset\ndata: ${JSON.stringify({ reason: "cursor_too_old" })}\n\n`);
+        if (after) {
+          processMetrics().streamResets.inc({ reason: "cursor_too_old" });
+          write(`id: ${lastId}\nevent: reset\ndata: ${JSON.stringify({ reason: "cursor_too_old" })}\n\n`);
+        }
       }
       if (closed) return;
       threshold = at.seq;

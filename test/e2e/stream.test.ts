@@ -303,6 +303,15 @@ describe("GET /v1/stream", () => {
     expect(added(resumed, feed).map((e) => e.json.activity.id)).toEqual(ids.slice(got.length));
   }, 180_000);
 
+  it("a stream ends when the token it opened with expires (the client resumes with a fresh one)", async () => {
+    const s = await stream("/v1/stream?feeds=user:alice", { token: await t.user("carol", "6s") });
+    expect(s.status).toBe(200);
+    const opened = Date.now();
+    await s.until("the end", () => s.isEnded(), 20_000);
+    expect(Date.now() - opened).toBeGreaterThan(3_000);
+    expect(s.events().some((e) => e.event === "reset")).toBe(false);
+  }, 30_000);
+
   it.concurrent("an idle stream gets at least 2 comment frames in 35 s (and outlives the request timeout)", async () => {
     const s = await openStream("/v1/stream?feeds=user:idle", { token: server });
     try {

@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { decodeJwt } from "jose";
 import { FeedsError, forbidden, processMetrics, liveFeedSubject, liveOwnerSubject, unauthenticated, validationFailed, type Config, type Logger, type Nats } from "@feeds/kit";
 import { feedSet, operations } from "@feeds/contract";
-import type { TenantAuth } from "../auth.js";
+import { bearerOf, type TenantAuth } from "../auth.js";
 import { corsHeadersOf } from "../cors.js";
 import type { RouteTable } from "../define.js";
 import { decodeCursor } from "../stream/cursor.js";
@@ -21,6 +22,16 @@ export interface StreamDeps {
   config: Pick<Config, "STREAM_REPLAY_WINDOW_MS" | "STREAM_MAX_PER_USER" | "STREAM_MAX_PER_SERVER" | "STREAM_MAX_PER_PROCESS">;
   /** Milliseconds between comment frames (at most 15 s). */
   heartbeatMs?: number;
+}
+
+/** When the token a stream authenticated with expires (ms), or null when it does not. */
+function expiryOf(authorization: string | undefined): number | null {
+  try {
+    const exp = decodeJwt(bearerOf(authorization)).exp;
+    return typeof exp === "number" ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
 }
 
 /** A comment frame at least this often: proxies keep the connection, clients see it alive. */
@@ -47,8 +58,9 @@ function selectionOf(t: TenantAuth, feeds: readonly string[], notifications: boo
 export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDeps) {
   const { hub, tickets, slots, nats, log, config } = deps;
   const sessions = new Set<Session>();
-  /** The selection of the ticket a request was authenticated by. */
+  /** The selection and token of the ticket a request was authenticated by. */
   const ticketSelection = new WeakMap<FastifyRequest, Selection>();
+  const ticketToken = new WeakMap<FastifyRequest, string>();
 
   // A draining gateway ends its streams with a last frame; their clients resume elsewhere.
   app.addHook("preClose", async () => {
@@ -71,6 +83,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
       const stored = await tickets.take(ticket);
       if (!stored) throw unauthenticated("unknown, used or expired ticket");
       ticketSelection.set(req, stored.selection);
+      ticketToken.set(req, stored.authorization);
       return stored.authorization;
     },
     async handler({ req, reply, query, tenant }) {
@@ -131,6 +144,14 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         "cache-control": "no-cache, no-transform",
         "x-accel-buffering": "no",
       });
+      // The stream ends when its token expires: the client resumes with a fresh one (checked anew
+      // for revocation and suspension), losing nothing.
+      const exp = expiryOf(ticketToken.get(req) ?? req.headers.authorization);
+      if (exp !== null) {
+        const timer = setTimeout(() => session.end(), Math.min(Math.max(0, exp - Date.now()), 2 ** 31 - 1));
+        timer.unref();
+        res.once("close", () => clearTimeout(timer));
+      }
       session.run(at, after, stale).catch((err: unknown) => {
         log.warn({ err: String(err), requestId: req.id }, "stream replay failed; the client resumes");
         session.end();

@@ -3,6 +3,9 @@
 #   node gateway/dist/main.js                 (default: the HTTP gateway on PORT, every <SERVICE>_URL required)
 #   node services/<name>/dist/main.js         (a service: gRPC + Connect on GRPC_PORT)
 #   node system/dist/main.js                  (the whole system in one process, gateway on PORT)
+# Each runs as `node --import @feeds/kit/otel <entry>`: the OpenTelemetry hook (docs/operating.md,
+# Traces), a no-op unless OTEL_* asks for traces.
+# The gateway serves the operator console's built files (console/dist) at /console.
 # Build: docker build -t feeds:local .
 # Node 24 (LTS); the code supports Node >= 20 (package.json engines): --build-arg NODE_IMAGE=...
 
@@ -16,7 +19,9 @@ COPY package.json package-lock.json ./
 COPY proto/package.json proto/
 COPY kit/package.json kit/
 COPY sdk/contract/package.json sdk/contract/
+COPY sdk/client/package.json sdk/client/
 COPY sdk/node/package.json sdk/node/
+COPY console/package.json console/
 COPY services/tenancy/package.json services/tenancy/
 COPY services/identity/package.json services/identity/
 COPY services/feed/package.json services/feed/
@@ -36,6 +41,9 @@ FROM manifests AS build
 RUN npm install --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN npx tsc -b
+# The operator console (Vite, after tsc: it bundles @feeds/client's dist): console/dist, which
+# the gateway serves at /console.
+RUN node console/scripts/build.mjs
 
 # Production dependencies only: no TypeScript, buf, eslint or vitest in the final image.
 FROM manifests AS deps
@@ -68,10 +76,11 @@ COPY --from=build /app/services/engagement/dist services/engagement/dist
 COPY --from=build /app/services/notification/dist services/notification/dist
 COPY --from=build /app/services/catalog/dist services/catalog/dist
 COPY --from=build /app/gateway/dist gateway/dist
+COPY --from=build /app/console/dist console/dist
 COPY --from=build /app/system/dist system/dist
 # Apache-2.0: the licence travels with the image.
 COPY --from=build /app/LICENSE LICENSE
 # The image's `node` user, by number so that Kubernetes' runAsNonRoot can verify it.
 USER 1000:1000
 EXPOSE 8080 50051
-CMD ["node", "gateway/dist/main.js"]
+CMD ["node", "--import", "@feeds/kit/otel", "gateway/dist/main.js"]

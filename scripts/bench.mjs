@@ -547,6 +547,18 @@ if (want(6) || want(7) || want(8)) {
       target: "≥ 100%",
       status: status(r.ratios.floor >= 1 && !r.gateway.non2xx),
     });
+    row({ bench: b, other, figure: `bare Fastify: the grouped page's queries (${ms(r.groupsFloor)}${cpuOf(r.groupsFloor)}${errs(r.groupsFloor)})`, value: r.groupsFloor.rps, unit: "req/s" });
+    row({
+      bench: b,
+      other,
+      figure: `GET /v1/notifications/groups?limit=20, user token, 31 groups (${ms(r.groups)}${cpuOf(r.groups)}${errs(r.groups)})`,
+      value: r.groups.rps,
+      unit: "req/s",
+      floor: r.groupsFloor.rps,
+      ratio: r.ratios.groups,
+      target: "≥ 35%",
+      status: status(r.ratios.groups >= 0.35 && !r.groups.non2xx),
+    });
   });
 
   await bench(11, "11 webhooks", "webhooks.mjs", async (m) => {

@@ -46,6 +46,7 @@ Feeds is running (${split ? "one process per service" : "one process"}, namespac
 
   Base URL:    ${system.url}
   OpenAPI:     ${system.url}/openapi.json
+  Console:     ${system.url}/console/ (log in with the staff login below)
   Staff login: ${email}
   Password:    ${password ?? "(set earlier: BOOTSTRAP_STAFF_PASSWORD, or the one printed on the first start)"}
 

@@ -72,7 +72,8 @@ process.once("SIGINT", () => {
 // The checks, one after the other (one core at most); under TEST_INFRA=containers without an
 // engine there are no tests to run beside, and they run in the foreground.
 const tsc = join(root, "node_modules", ".bin", "tsc");
-const testProjects = ["test", "sdk/contract/test", "sdk/client/test", "sdk/node/test", "kit/test", "gateway/test", "system/test", ...readdirSync(join(root, "services")).map((s) => `services/${s}/test`)].filter(
+// console: the operator console's sources (Vite builds them without a type check).
+const testProjects = ["test", "console", "sdk/contract/test", "sdk/client/test", "sdk/node/test", "kit/test", "gateway/test", "system/test", ...readdirSync(join(root, "services")).map((s) => `services/${s}/test`)].filter(
   (dir) => existsSync(join(root, dir, "tsconfig.json")),
 );
 const checks = [

@@ -4,9 +4,8 @@ import { createTenantAuthenticator } from "./auth.js";
 import { operations } from "@feeds/contract";
 import { createRouteTable } from "./define.js";
 import { openApiDocument } from "./openapi/document.js";
-import { baseUrlOf } from "./openapi/served.js";
 import { createOriginUnion, installCors, requestTenantId } from "./cors.js";
-import { installAccessLog, installErrorHandling, installRequestIds, serverOptions } from "./http.js";
+import { installAccessLog, installErrorHandling, installRequestIds, installTraceNames, serverOptions } from "./http.js";
 import { createIdempotency } from "./idempotency.js";
 import { installHttpMetrics } from "./http-metrics.js";
 import { createOverloadGuard } from "./overload.js";
@@ -29,6 +28,7 @@ import { streamRoutes } from "./routes/stream.js";
 import { createLiveHub } from "./stream/hub.js";
 import { createStreamSlots } from "./stream/slots.js";
 import { createTickets } from "./stream/tickets.js";
+import { installConsole } from "./console.js";
 
 export interface GatewayDeps {
   config: Config;
@@ -45,6 +45,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   const app = Fastify(serverOptions(config, log));
   installRequestIds(app);
   installAccessLog(app, log, requestTenantId);
+  installTraceNames(app);
   installErrorHandling(app, log);
   installHttpMetrics(app);
   const overload = createOverloadGuard({
@@ -97,7 +98,9 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   routes.assertServes(operations);
   // The committed docs/openapi.json with this gateway as its server (rendered once, on first ask).
   let doc: ReturnType<typeof openApiDocument> | undefined;
-  app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: baseUrlOf(app, config.HOST) })));
+  app.get("/openapi.json", async () => (doc ??= openApiDocument(operations, { serverUrl: config.PUBLIC_URL ?? "/" })));
+  // The operator console's built files (not API routes: outside the route table and the document).
+  installConsole(app, log);
   await app.ready();
   return app;
 }

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
 import type { z } from "zod";
-import { FeedsError, fastifyTrustProxy, fromRpcError, validationFailed, type Config, type ErrorCode, type FieldError, type Logger } from "@feeds/kit";
+import { FeedsError, fastifyTrustProxy, fromRpcError, nameServerSpan, tracingOn, validationFailed, type Config, type ErrorCode, type FieldError, type Logger } from "@feeds/kit";
 
 // Interface section 5 rule 12: a 401 or 403 never says why, whoever decided it (gateway or
 // service); the reason goes to the log under the request id.
@@ -104,6 +104,17 @@ export function answerFrameworkError(e: Error & { code?: string }, requestId: st
 export function installRequestIds(app: FastifyInstance): void {
   app.addHook("onRequest", async (req, reply) => {
     reply.header("x-request-id", req.id);
+  });
+}
+
+/**
+ * With tracing on, the request's HTTP server span is named after its route template (`POST
+ * /v1/feeds/:group/:id/activities`), so that traces group by route, never by a raw path.
+ */
+export function installTraceNames(app: FastifyInstance): void {
+  if (!tracingOn()) return;
+  app.addHook("onRequest", async (req) => {
+    nameServerSpan(req.method, req.routeOptions.url ?? "unmatched");
   });
 }
 

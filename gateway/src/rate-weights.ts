@@ -21,4 +21,6 @@ export function bulkObjectsWeight({ body }: { body: unknown }): number {
 }
 
 export const suggestionsWeight = w.suggestions;
+/** A grouped notification page reads each shown group's actors and members (about 40 queries). */
+export const notificationGroupsWeight = w.notificationGroups;
 export const reactionWeight = w.reaction;

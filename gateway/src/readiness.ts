@@ -1,5 +1,5 @@
 import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
-import { cachedRead, createWorkerBeats, registerScrapedGauge, serviceNames, workerNames, type Clients, type Config, type Logger, type Metrics, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { cachedRead, createWorkerBeats, within, registerScrapedGauge, serviceNames, workerNames, type Clients, type Config, type Logger, type Metrics, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 
 // Readiness of every dependency, service and worker: what `/v1/health/ready` answers and what
 // the gateway's metrics export as feeds_readiness_check{check} (1 passing, 0 failing).
@@ -10,21 +10,6 @@ export interface ReadinessDeps {
   mongo: Mongo;
   redis: RedisConn;
   nats: Nats;
-}
-
-/** Rejects after `ms`: each readiness check has its own short timeout. */
-export async function within<T>(ms: number, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error("timeout")), ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export function createReadiness(deps: ReadinessDeps) {

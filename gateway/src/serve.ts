@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { fromRpcError, registerQueueGauges, scope, serveMetrics, type Clients, type Infra, type ServiceModule } from "@feeds/kit";
+import { flushTraces, fromRpcError, registerQueueGauges, scope, serveMetrics, type Clients, type Infra, type ServiceModule } from "@feeds/kit";
 import { buildGateway } from "./app.js";
 import { createReadiness, registerReadinessGauge } from "./readiness.js";
 
@@ -82,6 +82,8 @@ export async function runGateway({ infra, clients, alongside = [] }: GatewayRun)
     await metricsServer.close();
     for (const m of alongside) await m.stop?.();
     await infra.close();
+    // The spans still batched are exported (tracing on only).
+    await flushTraces();
     process.exit(0);
   };
   process.once("SIGTERM", () => void stop());

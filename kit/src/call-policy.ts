@@ -72,7 +72,10 @@ const table: CallRule[] = [
     listComments: gateway, listReplies: gateway, editComment: gateway, deleteComment: gateway, setBlocklist: gateway, getBlocklist: gateway,
     setReactionKinds: gateway, getReactionKinds: gateway,
   }),
-  ...rules("notification", NotificationService, { listNotifications: gateway, markNotifications: gateway, getNotificationSignal: gateway }),
+  ...rules("notification", NotificationService, {
+    listNotifications: gateway, markNotifications: gateway, getNotificationSignal: gateway,
+    listNotificationGroups: gateway, listNotificationGroupMembers: gateway, markNotificationGroups: gateway,
+  }),
   ...rules("notification", WebhookService, {
     listDestinations: gateway, createDestination: secret, deleteDestination: gateway, listEvents: gateway, sendTest: gateway, getEventSignal: gateway,
   }),

@@ -71,6 +71,27 @@ export const configFields = z.object({
       return z.NEVER;
     }),
   LOGIN_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  // Where clients reach the gateway (https://feeds.example.com, or with a path prefix), as the
+  // served /openapi.json names its server; unset, the document names "/" (wherever it was served
+  // from). An http(s) URL without query, fragment or credentials; a trailing slash is dropped.
+  PUBLIC_URL: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      let u: URL;
+      try {
+        u = new URL(v);
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be an http(s) URL" });
+        return z.NEVER;
+      }
+      if ((u.protocol !== "http:" && u.protocol !== "https:") || u.search || u.hash || u.username || u.password || v.length > 2048) {
+        ctx.addIssue({ code: "custom", message: "must be an http(s) URL without query, fragment or credentials" });
+        return z.NEVER;
+      }
+      return u.href.replace(/\/+$/, "");
+    }),
   // Ordinary per-tenant request rate when the tenant sets none (requests per minute).
   DEFAULT_RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(6000),
   // Separate window of every batch route (requests per minute per tenant).
@@ -212,7 +233,7 @@ export const limits = {
    * 100: 2; at most 1,000: 11); `POST /v1/objects/bulk` 1 per `bulkObjectsPerUnit` objects
    * (at most 10); suggestions `suggestions`; react and unreact `reaction`.
    */
-  rateWeights: { followCopiesPerUnit: 100, bulkObjectsPerUnit: 10, suggestions: 5, reaction: 2 },
+  rateWeights: { followCopiesPerUnit: 100, bulkObjectsPerUnit: 10, suggestions: 5, reaction: 2, notificationGroups: 3 },
 } as const;
 
 export const serviceNames = [

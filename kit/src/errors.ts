@@ -69,6 +69,14 @@ export const isFeedsError = (e: unknown): e is FeedsError => e instanceof FeedsE
 export const isCode = (e: unknown, code: ErrorCode): boolean => isFeedsError(e) && e.code === code;
 
 /** MongoDB duplicate key (code 11000). */
+/** Whether `test` holds for `err` or one of the errors it was caused by (five deep at most). */
+export function someCause(err: unknown, test: (e: Error & { code?: unknown }) => boolean): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (test(e)) return true;
+  }
+  return false;
+}
+
 export function isDuplicateKey(e: unknown): boolean {
   return typeof e === "object" && e !== null && (e as { code?: unknown }).code === 11000;
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Nats } from "./nats.js";
+import { publishOptions, type Nats } from "./nats.js";
 import { webhookEventTypes } from "@feeds/contract";
 
 // The system's events (contract section 3). Producers record them with their write through the
@@ -47,7 +47,7 @@ export const eventSubject = (nats: Nats) => nats.subject("notify", "event");
 export async function publishEvents(nats: Nats, events: readonly FeedEvent[]): Promise<void> {
   const subject = eventSubject(nats);
   for (const e of events) {
-    await nats.js.publish(subject, new TextEncoder().encode(JSON.stringify(e)), { msgID: `ev:${e.id}` });
+    await nats.js.publish(subject, new TextEncoder().encode(JSON.stringify(e)), publishOptions(`ev:${e.id}`));
   }
 }
 

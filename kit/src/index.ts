@@ -34,3 +34,6 @@ export * from "./worker-beats.js";
 export * from "./activity-json.js";
 export * from "./count-signal.js";
 export * from "./live.js";
+export * from "./tracing.js";
+export { otelConfigured } from "./otel-env.js";
+export * from "./notification-groups.js";

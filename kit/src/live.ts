@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { DiscardPolicy, RetentionPolicy, StorageType } from "nats";
-import { isNotFound, type Nats } from "./nats.js";
+import { isNotFound, publishOptions, type Nats } from "./nats.js";
 import type { OutboxMessage } from "./outbox.js";
 
 // The live stream's events (docs/stream.md): producers publish one message per feed (or per
@@ -106,6 +106,6 @@ export function liveOwnerMessage(nats: Nats, tenantId: string, owner: string, ty
 export async function publishLive(nats: Nats, messages: readonly OutboxMessage[]): Promise<void> {
   const enc = new TextEncoder();
   for (let i = 0; i < messages.length; i += 64) {
-    await Promise.all(messages.slice(i, i + 64).map((m) => nats.js.publish(m.subject, enc.encode(m.data), { msgID: m.msgId })));
+    await Promise.all(messages.slice(i, i + 64).map((m) => nats.js.publish(m.subject, enc.encode(m.data), publishOptions(m.msgId))));
   }
 }

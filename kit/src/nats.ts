@@ -1,5 +1,8 @@
 import {
   connect,
+  headers as natsHeaders,
+  type JetStreamPublishOptions,
+  type MsgHdrs,
   RetentionPolicy,
   StorageType,
   type JetStreamClient,
@@ -7,6 +10,7 @@ import {
   type NatsConnection,
 } from "nats";
 import type { Config } from "./config.js";
+import { traceHeaders } from "./tracing.js";
 
 export interface Nats {
   nc: NatsConnection;
@@ -118,4 +122,16 @@ export async function queueDepth(nats: Nats, queue: QueueName): Promise<QueueDep
     nats.jsm.streams.info(nats.stream(`${queue}_dlq`)),
   ]);
   return { queue, pending: work.state.messages, dlq_depth: dlq.state.messages };
+}
+
+/**
+ * JetStream publish options: message id `msgID`, and the trace context (`traceparent`) as message
+ * headers: `trace` when given (a pending change's, kept from its writer), else the active span's.
+ * Tracing off: the message id alone.
+ */
+export function publishOptions(msgID: string, trace: Record<string, string> | undefined = traceHeaders()): Partial<JetStreamPublishOptions> {
+  if (!trace) return { msgID };
+  const headers: MsgHdrs = natsHeaders();
+  for (const [k, v] of Object.entries(trace)) headers.set(k, v);
+  return { msgID, headers };
 }

@@ -3,7 +3,8 @@ import type { Collection, Db, Document, Filter, UpdateFilter } from "mongodb";
 import { eventSubject, type FeedEvent } from "./events.js";
 import type { Logger } from "./log.js";
 import { workScope } from "./metrics.js";
-import type { Nats } from "./nats.js";
+import { publishOptions, type Nats } from "./nats.js";
+import { traceHeaders } from "./tracing.js";
 
 // One outbox for every service. A write that owes messages to JetStream (events, fan-out tasks)
 // records them as a pending change in the very document it writes, in the same single-document
@@ -54,6 +55,8 @@ export interface PendingChange {
   targets: OutboxTarget[];
   /** Free-form facts the collection's `finish` needs to replay the change (e.g. `{kind: "like", delta: 1}`). */
   data?: Record<string, unknown>;
+  /** The writer's trace context (`traceparent`), published with the messages; only while tracing is on. */
+  trace?: Record<string, string>;
 }
 
 /** The fields a document holds while changes of it are pending. */
@@ -199,8 +202,8 @@ export function createOutbox(o: OutboxOptions) {
     });
   }
 
-  async function publish(messages: readonly OutboxMessage[]): Promise<void> {
-    for (const m of messages) await o.nats.js.publish(m.subject, new TextEncoder().encode(m.data), { msgID: m.msgId });
+  async function publish(change: PendingChange): Promise<void> {
+    for (const m of change.messages) await o.nats.js.publish(m.subject, new TextEncoder().encode(m.data), publishOptions(m.msgId, change.trace));
   }
 
   /** Finishes the stale changes of one collection; answers how many it finished. */
@@ -247,7 +250,7 @@ export function createOutbox(o: OutboxOptions) {
         if (Date.now() > now + CLAIM_MS / 2) break;
         const outcome = finish ? await finish(doc, change) : undefined;
         deleted = outcome === "delete" || outcome === "drop";
-        if (outcome !== "drop") await publish(change.messages);
+        if (outcome !== "drop") await publish(change);
         if (deleted) {
           await col(name).deleteOne({ _id: doc._id });
           await clearTargets([change]);
@@ -289,7 +292,9 @@ export function createOutbox(o: OutboxOptions) {
 
     /** A new pending change (`id` defaults to a fresh uuid). */
     change(messages: OutboxMessage[], opts: { id?: string; targets?: OutboxTarget[]; data?: Record<string, unknown>; at?: Date } = {}): PendingChange {
+      const trace = messages.length ? traceHeaders() : undefined;
       return {
+        ...(trace ? { trace } : {}),
         id: opts.id ?? randomUUID(),
         at: opts.at ?? new Date(),
         messages,
@@ -317,7 +322,7 @@ export function createOutbox(o: OutboxOptions) {
      */
     async settle(collection: string, docId: string, change: PendingChange, opts: { clear?: boolean } = {}): Promise<boolean> {
       try {
-        await publish(change.messages);
+        await publish(change);
       } catch (err) {
         o.log.warn({ err: String(err), change: change.id, collection }, "messages left to the outbox relay");
         return false;

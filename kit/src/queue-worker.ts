@@ -1,7 +1,10 @@
 import { AckPolicy, DeliverPolicy, Events, type ConsumerMessages, type JsMsg, type NatsConnection } from "nats";
 import type { Logger } from "./log.js";
+import { someCause } from "./errors.js";
+import { within } from "./time.js";
 import { processMetrics } from "./metrics.js";
 import { isNotFound, type Nats, type QueueName } from "./nats.js";
+import { inSpan, SpanKind, tracingOn } from "./tracing.js";
 import { ALIVE_MS, BEAT_MS, type WorkerBeats, type WorkerName } from "./worker-beats.js";
 
 // One consumer loop for every JetStream work queue of the system: bounded concurrency, explicit
@@ -105,13 +108,8 @@ const unavailableCodes = new Set(["503", "408", "TIMEOUT", "DISCONNECT", "CONNEC
  * True when `err` (or an error it was caused by) is NATS being unavailable rather than the task
  * failing: no responders (a stream without a leader), a request timeout, a lost connection.
  */
-export function natsUnavailable(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (e.name === "NatsError" && typeof code === "string" && unavailableCodes.has(code)) return true;
-  }
-  return false;
-}
+export const natsUnavailable = (err: unknown): boolean =>
+  someCause(err, (e) => e.name === "NatsError" && typeof e.code === "string" && unavailableCodes.has(e.code));
 
 export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const { nats, log, queue } = o;
@@ -161,7 +159,16 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
         }, ackWaitMs / 3)
       : undefined;
     try {
-      const later = await o.handle(m, detach);
+      // A span per delivery, a child of the publisher's (the message's `traceparent`).
+      const later = await (!tracingOn() ? o.handle(m, detach) : inSpan(
+        `${queue} process`,
+        {
+          kind: SpanKind.CONSUMER,
+          parent: m.headers,
+          attributes: { "messaging.system": "nats", "messaging.destination.name": m.subject, "messaging.consumer.group.name": o.durable, "messaging.operation.type": "process", "feeds.deliveries": m.info.redeliveryCount },
+        },
+        () => o.handle(m, detach),
+      ));
       if (later) {
         // Whole milliseconds: the server reads a fractional delay as none (an immediate redelivery).
         m.nak(Math.max(1, Math.ceil(later.laterMs)));
@@ -282,9 +289,7 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
       stopped = true;
       running.delete(worker);
       await messages?.close();
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([looping, new Promise((r) => (timer = setTimeout(r, STOP_WAIT_MS)))]);
-      clearTimeout(timer);
+      await within(STOP_WAIT_MS, looping ?? Promise.resolve()).catch(() => undefined);
     },
     lastAlive: () => alive,
   };

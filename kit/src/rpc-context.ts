@@ -19,6 +19,7 @@ import { INTERNAL_AUTH_HEADER, type Caller, type InternalAuth } from "./internal
 import type { Logger } from "./log.js";
 import { currentWork, workScope } from "./metrics.js";
 import { createRpcTimer } from "./rpc-metrics.js";
+import { endSpan, injectTrace, SpanKind, startSpan, tracingOn } from "./tracing.js";
 
 export const tenantKey = createContextKey<string | undefined>(undefined, { description: "tenant id" });
 // No default caller: a handler reading the caller of a call that has no verified one fails.
@@ -83,8 +84,39 @@ export function createClientInterceptor(auth: InternalAuth, signer: Signer): Int
     if (rule) req.header.set(INTERNAL_AUTH_HEADER, auth.sign(signer, rule, { tenantId: v.get(tenantKey), caller: v.get(callerKey) ?? { kind: "anonymous" } }));
     const rid = v.get(requestIdKey);
     if (rid) req.header.set(H_REQUEST, rid);
-    return next(req);
+    if (!tracingOn()) return next(req);
+    // A client span per call (in-process calls too); its context travels as `traceparent`.
+    return startSpan(`${req.method.parent.typeName}/${req.method.name}`, { kind: SpanKind.CLIENT, attributes: rpcAttributes(req) }, async (span) => {
+      injectTrace(req.header);
+      try {
+        const res = await next(req);
+        if (!res.stream) endSpan(span);
+        return res.stream ? { ...res, message: endWithStream(res.message, span) } : res;
+      } catch (err) {
+        endSpan(span, err);
+        throw err;
+      }
+    });
   };
+}
+
+const rpcAttributes = (req: UnaryRequest | StreamRequest) => ({
+  "rpc.system": "connect_rpc",
+  "rpc.service": req.method.parent.typeName,
+  "rpc.method": req.method.name,
+});
+
+/** A streamed answer's span ends with its last message (or its failure, or when left unread). */
+async function* endWithStream<T>(messages: AsyncIterable<T>, span: Parameters<typeof endSpan>[0]): AsyncIterable<T> {
+  let err: unknown;
+  try {
+    yield* messages;
+  } catch (e) {
+    err = e;
+    throw e;
+  } finally {
+    endSpan(span, err);
+  }
 }
 
 // The reason travels as a detail the gateway does not know: a refused internal call is the
@@ -119,8 +151,20 @@ function admit(log: Logger, auth: InternalAuth, req: UnaryRequest | StreamReques
  */
 export function createServerInterceptor(log: Logger, auth: InternalAuth): Interceptor {
   const timer = createRpcTimer();
-  return (next) => async (req) => {
-    const done = timer.start(req.method);
+  return (next) => (req) => {
+    const probe = req.method.parent.typeName === Health.typeName && req.method.name === "Check";
+    if (probe || !tracingOn()) return serve(next, req, timer.start(req.method));
+    // The server span: a child of the caller's span named by the call's `traceparent`.
+    return startSpan(`${req.method.parent.typeName}/${req.method.name}`, { kind: SpanKind.SERVER, attributes: rpcAttributes(req), parent: req.header }, (span) => {
+      const timed = timer.start(req.method);
+      return serve(next, req, (code) => {
+        timed(code);
+        endSpan(span, code === null ? undefined : new ConnectError(Code[code] ?? "failed", code));
+      });
+    });
+  };
+
+  async function serve(next: Parameters<Interceptor>[0], req: UnaryRequest | StreamRequest, done: (code: Code | null) => void) {
     const given = req.header.get(H_REQUEST);
     const rid = given && REQUEST_ID.test(given) ? given : "";
     req.contextValues.set(requestIdKey, rid);
@@ -152,7 +196,7 @@ export function createServerInterceptor(log: Logger, auth: InternalAuth): Interc
       done(ce.code);
       throw ce;
     }
-  };
+  }
 }
 
 async function* mapStreamErrors<T>(

@@ -9,6 +9,7 @@ import type { Logger } from "./log.js";
 import type { ServiceName, Signer } from "./config.js";
 import { createClientInterceptor, createServerInterceptor } from "./rpc-context.js";
 import { createDirectTransport } from "./direct-transport.js";
+import { someCause } from "./errors.js";
 
 /** A service as mounted in a process: its Connect routes, plus optional lifecycle. */
 export interface ServiceModule {
@@ -68,13 +69,8 @@ export function createLocalTransport(routes: (router: ConnectRouter) => void, lo
  * on a session the server was closing with GOAWAY, above the last stream it accepted) or one that
  * could not be opened on a session that had received GOAWAY. Nothing of such a call ran.
  */
-export function notTakenByServer(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (/REFUSED_STREAM|ERR_HTTP2_GOAWAY_SESSION|after receiving a GOAWAY/.test(`${e.message} ${typeof code === "string" ? code : ""}`)) return true;
-  }
-  return false;
-}
+export const notTakenByServer = (err: unknown): boolean =>
+  someCause(err, (e) => /REFUSED_STREAM|ERR_HTTP2_GOAWAY_SESSION|after receiving a GOAWAY/.test(`${e.message} ${typeof e.code === "string" ? e.code : ""}`));
 
 /**
  * A unary call the server never took (a process stopping: notTakenByServer) is sent again, at most

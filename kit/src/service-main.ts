@@ -10,6 +10,7 @@ import { serveModules, type HealthStatus, type ServiceModule } from "./rpc.js";
 import { consumersServing } from "./queue-worker.js";
 import { HealthCheckResponse_ServingStatus } from "@feeds/proto/grpc/health/v1/health";
 import { createPeerClients, type Clients } from "./clients.js";
+import { flushTraces } from "./tracing.js";
 
 export interface Infra {
   config: Config;
@@ -113,6 +114,8 @@ export async function runServiceMain(name: ServiceName, build: ServiceBuild): Pr
     if (background) await module.stop?.();
     await metricsServer.close();
     await infra.close();
+    // The spans still batched are exported (tracing on only).
+    await flushTraces();
     process.exit(0);
   };
   process.once("SIGTERM", () => void stop());

@@ -79,6 +79,15 @@ describe("NATS settings", () => {
     for (const v of ["0", "6", "2.5", "three"]) expect(() => loadConfig({ NATS_REPLICAS: v }), v).toThrow(/NATS_REPLICAS/);
   });
 
+  it("PUBLIC_URL is unset unless given, an http(s) URL without a trailing slash, and stops start-up naming it otherwise", () => {
+    expect(loadConfig({}).PUBLIC_URL).toBeUndefined();
+    expect(loadConfig({ PUBLIC_URL: "https://feeds.example.com/" }).PUBLIC_URL).toBe("https://feeds.example.com");
+    expect(loadConfig({ PUBLIC_URL: "https://example.com/feeds/api/" }).PUBLIC_URL).toBe("https://example.com/feeds/api");
+    for (const v of ["feeds.example.com", "ftp://example.com", "https://example.com/?a=1", "https://example.com/#x", "https://u:p@example.com", "javascript:alert(1)"]) {
+      expect(() => loadConfig({ PUBLIC_URL: v }), v).toThrow(/PUBLIC_URL/);
+    }
+  });
+
   it("NATS_URL names one server or several, comma-separated", () => {
     expect(natsServers(loadConfig({}).NATS_URL)).toEqual(["nats://127.0.0.1:4222"]);
     expect(natsServers("nats://a:4222, nats://b:4222,nats://c:4222,")).toEqual(["nats://a:4222", "nats://b:4222", "nats://c:4222"]);

@@ -47,7 +47,17 @@ describe("insert batcher", () => {
 
   it("inserts arriving while maxInFlight commands are out leave together in the next one", async () => {
     const coll = await fresh("queued");
-    const b = createInsertBatcher(coll, { maxInFlight: 1 });
+    // The first command is held out until the later inserts are queued: what the title needs,
+    // whatever the store's speed (a fast round trip between ticks would otherwise end it early).
+    let release = () => undefined as void;
+    const held = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    const gated = Object.create(coll) as Collection<Doc>;
+    gated.insertMany = (async (...args: Parameters<Collection<Doc>["insertMany"]>) => {
+      if (calls++ === 0) await held;
+      return coll.insertMany(...args);
+    });
+    const b = createInsertBatcher(gated, { maxInFlight: 1 });
     const first = b.insert(docs("x", 1));
     // Later ticks, while the first command is out.
     const later: Promise<unknown>[] = [];
@@ -55,6 +65,8 @@ describe("insert batcher", () => {
       await new Promise((r) => setImmediate(r));
       later.push(b.insert(docs(`y${i}-`, 2)));
     }
+    expect(calls).toBe(1);
+    release();
     await Promise.all([first, ...later]);
     expect(inserts).toEqual([1, 10]);
     expect(await coll.countDocuments({ _id: { $ne: "warm" } })).toBe(11);

@@ -148,6 +148,9 @@ export async function setup({ skipBuild = false, servers = true } = {}) {
         log("building (tsc -b)…");
         return runAsync(join(root, "node_modules", ".bin", "tsc"), ["-b"]);
       });
+      // The operator console the gateway serves at /console (Vite; after tsc: it bundles
+      // @feeds/client's dist). It prints its gzipped size and fails over its limit.
+      await timed("operator console (vite build)", () => runAsync(process.execPath, [join(root, "console", "scripts", "build.mjs")]));
     }
   })();
   // Both settle before either's failure is thrown: no step is left running behind an error.

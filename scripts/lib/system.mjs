@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { createServer, connect } from "node:net";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { root } from "./setup.mjs";
 import { freePort } from "../infra.mjs";
 
@@ -88,7 +89,8 @@ const withheld = ["FEEDS_MASTER_KEY", "FEEDS_WEBHOOK_KEY", "FEEDS_INTERNAL_KEY",
 function spawnProcess(name, entry, env, { inherit = false } = {}) {
   const childEnv = { ...process.env, ...env };
   for (const k of withheld) if (!(k in env)) delete childEnv[k];
-  const child = spawn(process.execPath, [join(root, entry)], {
+  // Every entry point runs under the OpenTelemetry hook (a no-op unless OTEL_* asks for traces).
+  const child = spawn(process.execPath, ["--import", pathToFileURL(join(root, "kit/dist/otel.js")).href, join(root, entry)], {
     cwd: root,
     env: childEnv,
     stdio: ["ignore", "pipe", inherit ? "inherit" : "pipe"],

@@ -7,6 +7,13 @@
 //       filter the service uses) beside the two counts (seen_at null, read_at null), then (users=1,
 //       the default) the actors' user records {_id: {$in}}; answers {results, next, unseen, unread}.
 //
+//   GET /v1/notifications/groups?owner=…&limit=20   the grouped page (issue 23) as the service
+//       reads it: the keyset query on notification_groups ({tenant_id, owner} sorted
+//       {updated_at:-1, _id:-1}, limit n+1), the owner's unseen and unread groups (distinct group
+//       keys of notifications with seen_at / read_at null, which also give each group's state), the
+//       page's latest members and actors in one query each (5 per group on the page), one more per
+//       group a busier one crowded out, then the users of both; answers {results, next, unseen, unread}.
+//
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT. Prints {"ready":true,"url":...}.
 import Fastify from "fastify";
 import { bareMongo, serveBare } from "./lib.mjs";
@@ -57,6 +64,79 @@ app.get("/v1/notifications", async (req) => {
     next: rows.length > limit && last ? encodeCursor([last.created_at.getTime(), last._id]) : null,
     unseen,
     unread,
+  };
+});
+const groups = db.collection("notification_groups");
+const groupActors = db.collection("notification_group_actors");
+const distinctKeys = async (filter) => new Set((await notifications.distinct("group_key", filter)).filter((k) => typeof k === "string"));
+const notificationJson = (n, byId) => ({
+  id: n._id,
+  verb: n.verb,
+  actor: n.actor,
+  object: n.object,
+  reaction_kind: n.reaction_kind,
+  activity_id: n.activity_id,
+  created_at: iso(n.created_at),
+  seen_at: iso(n.seen_at),
+  read_at: iso(n.read_at),
+  actor_user: byId.get(n.actor.slice(5)) ?? null,
+});
+app.get("/v1/notifications/groups", async (req) => {
+  const owner = String(req.query.owner);
+  const limit = Math.max(1, Math.min(100, Number(req.query.limit ?? 20) || 20));
+  const base = { tenant_id: tenant, owner };
+  const [rows, unseen, unread] = await Promise.all([
+    groups.find(base).sort({ updated_at: -1, _id: -1 }).limit(limit + 1).toArray(),
+    distinctKeys({ ...base, seen_at: null }),
+    distinctKeys({ ...base, read_at: null }),
+  ]);
+  const page = rows.slice(0, limit);
+  const keys = page.map((g) => g._id);
+  const [members, actorRows] = await Promise.all([
+    notifications.find({ ...base, group_key: { $in: keys } }).sort({ created_at: -1, _id: -1 }).limit(5 * page.length).toArray(),
+    groupActors.find({ tenant_id: tenant, group_key: { $in: keys } }).sort({ last_at: -1, _id: -1 }).limit(5 * page.length).toArray(),
+  ]);
+  const bucket = (rows, value) => {
+    const m = new Map();
+    for (const r of rows) m.set(r.group_key, [...(m.get(r.group_key) ?? []), value(r)]);
+    return m;
+  };
+  const latestBy = bucket(members, (n) => n);
+  const actorsBy = bucket(actorRows, (a) => a.actor);
+  const shown = await Promise.all(
+    page.map(async (g) => {
+      let latest = latestBy.get(g._id) ?? [];
+      if (latest.length < Math.min(5, g.activity_count)) latest = await notifications.find({ ...base, group_key: g._id }).sort({ created_at: -1, _id: -1 }).limit(6).toArray();
+      let actors = actorsBy.get(g._id) ?? [];
+      if (actors.length < Math.min(5, g.actor_count))
+        actors = (await groupActors.find({ tenant_id: tenant, group_key: g._id }).sort({ last_at: -1, _id: -1 }).limit(5).toArray()).map((a) => a.actor);
+      return { actors: actors.slice(0, 5), latest: latest.slice(0, 5) };
+    }),
+  );
+  const ids = [...new Set(shown.flatMap((s) => [...s.actors, ...s.latest.map((n) => n.actor)]).filter((a) => a.startsWith("user:")).map((a) => a.slice(5)))];
+  const byId = ids.length
+    ? new Map((await users.find({ _id: { $in: ids.map((u) => `${tenant}/${u}`) } }).toArray()).map((u) => [u.id, { id: u.id, custom: JSON.parse(u.custom_json || "{}") }]))
+    : new Map();
+  const last = page[page.length - 1];
+  return {
+    results: page.map((g, i) => ({
+      group_key: g._id,
+      verb: g.verb,
+      reaction_kind: g.reaction_kind,
+      object: g.object,
+      activity_id: g.activity_id,
+      activity_count: g.activity_count,
+      actor_count: g.actor_count,
+      actors: shown[i].actors.map((a) => byId.get(a.slice(5)) ?? { id: a.slice(5), custom: {} }),
+      latest: shown[i].latest.map((n) => notificationJson(n, byId)),
+      first_at: iso(g.first_at),
+      updated_at: iso(g.updated_at),
+      seen_at: unseen.has(g._id) ? null : iso(g.seen_at ?? g.updated_at),
+      read_at: unread.has(g._id) ? null : iso(g.read_at ?? g.updated_at),
+    })),
+    next: rows.length > limit && last ? encodeCursor([last.updated_at.getTime(), last._id]) : null,
+    unseen: unseen.size,
+    unread: unread.size,
   };
 });
 await serveBare(app, client);

@@ -90,13 +90,13 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
         expect(names).toEqual(["gateway", ...services, ...workerComponents].map((c) => `${release}-${c}`).sort());
         for (const s of services) {
           const c = deployment(s).spec.template.spec.containers[0];
-          expect(c.command).toEqual(["node", `services/${s}/dist/main.js`]);
+          expect(c.command).toEqual(["node", "--import", "@feeds/kit/otel", `services/${s}/dist/main.js`]);
           const role = Object.values(workers).includes(s) ? "api" : "all";
           expect(c.env, s).toContainEqual({ name: "FEEDS_ROLE", value: role });
         }
         for (const [w, s] of Object.entries(workers)) {
           const c = deployment(`${w}-worker`).spec.template.spec.containers[0];
-          expect(c.command).toEqual(["node", `services/${s}/dist/main.js`]);
+          expect(c.command).toEqual(["node", "--import", "@feeds/kit/otel", `services/${s}/dist/main.js`]);
           expect(c.env).toContainEqual({ name: "FEEDS_ROLE", value: "worker" });
         }
         // Every process reaches every service at its Service's name.
@@ -304,7 +304,7 @@ describe("the Helm chart", { timeout: 60_000 }, () => {
       const pod = ofKind("Deployment")[0].spec.template.spec;
       expect(pod.initContainers).toBeUndefined();
       const [c] = pod.containers;
-      expect(c.command).toEqual(["node", "system/dist/main.js"]);
+      expect(c.command).toEqual(["node", "--import", "@feeds/kit/otel", "system/dist/main.js"]);
       const env: any[] = c.env;
       const names = env.map((e) => e.name);
       expect(names.filter((n) => n.endsWith("_URL")).sort()).toEqual(["MONGO_URL", "NATS_URL", "REDIS_URL"]);

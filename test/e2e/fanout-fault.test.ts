@@ -13,7 +13,11 @@ import { dropNamespace, newNamespace } from "../support/namespace.js";
 // its bounded retries and the queue-depth route counts it.
 
 const FOLLOWERS = 5000;
-/** After a crash, every follower has the activity this soon after the system is up again (issue 11). */
+/**
+ * After a crash, every follower has the activity this soon: counted from the kill of the worker's
+ * process (its restart included), and for the whole system from when its processes are up again
+ * (eleven processes starting at once on two cores take seconds of their own; both figures print).
+ */
 const RESUME_BOUND_MS = 10_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -72,7 +76,7 @@ describe("fan-out under faults (split mode: the feed service is its own process)
     if (infra) await dropNamespace(namespace, infra);
   });
 
-  it("a killed worker resumes and every follower feed holds the activity exactly once", { timeout: 240_000 }, async () => {
+  it("a killed worker resumes within 10 s of its restart and every follower feed holds the activity exactly once", { timeout: 240_000 }, async () => {
     for (let i = 0; i < FOLLOWERS; i += 100) {
       await follow(Array.from({ length: 100 }, (_, j) => ({ source: `timeline:f${i + j}`, target: "user:celebrity" })));
     }
@@ -100,11 +104,15 @@ describe("fan-out under faults (split mode: the feed service is its own process)
     }
     expect(seen).toBeGreaterThan(1);
     expect(seen).toBeLessThan(FOLLOWERS + 1);
+    const restartedAt = Date.now();
     await feed.restart();
+    const readyAt = Date.now();
 
-    // The redelivered tasks of the dead worker run within seconds of its return (a short ack
-    // wait; running tasks send heartbeats), not after JetStream's former 30 s ack deadline.
-    const [total, resumedMs] = await completion(count, FOLLOWERS + 1, Date.now());
+    // The redelivered tasks of the dead worker run within seconds of its restart (a short ack
+    // wait; running tasks send heartbeats), not after JetStream's former 30 s ack deadline:
+    // counted from the kill, the process's own start included.
+    const [total, resumedMs] = await completion(count, FOLLOWERS + 1, restartedAt);
+    console.log(`fan-out resume (feed process): ready ${readyAt - restartedAt} ms after the kill; every follower entry ${resumedMs} ms after the kill`);
     // The origin feed plus every follower feed, each exactly once.
     expect(total).toBe(FOLLOWERS + 1);
     expect(resumedMs).toBeLessThanOrEqual(RESUME_BOUND_MS);
@@ -158,8 +166,11 @@ describe("fan-out under faults (split mode: the feed service is its own process)
     // The crash came mid fan-out (else this test would show nothing).
     expect(await count()).toBeLessThan(followers + 1);
 
+    const restartedAt = Date.now();
     await Promise.all(system.processes.map((p) => p.restart()));
-    const [total, resumedMs] = await completion(count, followers + 1, Date.now());
+    const readyAt = Date.now();
+    const [total, resumedMs] = await completion(count, followers + 1, readyAt);
+    console.log(`fan-out resume: processes ready ${readyAt - restartedAt} ms after the restart began; every follower entry ${resumedMs} ms after ready (${readyAt - restartedAt + resumedMs} ms after the restart began)`);
     expect(total).toBe(followers + 1);
     const distinct = await entries.aggregate([{ $match: { activity_id: id } }, { $group: { _id: "$feed" } }, { $count: "n" }]).toArray();
     expect(distinct[0]?.n).toBe(followers + 1);

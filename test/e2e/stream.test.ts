@@ -200,10 +200,18 @@ describe("GET /v1/stream", () => {
     expect((await http("POST", `/v1/feeds/user/alice/follows`, { token: server, body: { target: `user:${owner}` } })).status).toBe(201);
     await s.until("notification.added", () => s.events().some((e) => e.event === "notification.added"));
     const n = s.events().find((e) => e.event === "notification.added");
-    expect(n?.json).toMatchObject({ notification: { verb: "follow", actor: "user:alice", actor_user: { id: "alice", custom: { name: "alice" } }, seen_at: null }, unseen: 1, unread: 1 });
+    expect(n?.json).toMatchObject({
+      notification: { verb: "follow", actor: "user:alice", actor_user: { id: "alice", custom: { name: "alice" } }, seen_at: null },
+      unseen: 1,
+      unread: 1,
+      group: { group_key: expect.any(String), activity_count: 1, actor_count: 1 },
+      groups_unseen: 1,
+      groups_unread: 1,
+    });
+    expect(n?.json.notification).not.toHaveProperty("group_key");
     expect((await http("POST", "/v1/notifications/mark", { token: mine, body: { seen: true } })).body).toEqual({ unseen: 0, unread: 1 });
     await s.until("notification.counts", () => s.events().some((e) => e.event === "notification.counts"));
-    expect(s.events().find((e) => e.event === "notification.counts")?.json).toEqual({ unseen: 0, unread: 1 });
+    expect(s.events().find((e) => e.event === "notification.counts")?.json).toEqual({ unseen: 0, unread: 1, groups_unseen: 0, groups_unread: 1 });
 
     // A server token names the owner.
     const viaServer = await stream(`/v1/stream?notifications=true&owner=${owner}`, { token: server });

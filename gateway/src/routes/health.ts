@@ -1,7 +1,7 @@
-import { cachedRead, queueDepth, type Clients, type Config, type QueueDepth, type QueueName, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
+import { cachedRead, queueDepth, within, type Clients, type Config, type QueueDepth, type QueueName, type Mongo, type Nats, type RedisConn } from "@feeds/kit";
 import { operations } from "@feeds/contract";
 import type { RouteTable } from "../define.js";
-import { createReadiness, within } from "../readiness.js";
+import { createReadiness } from "../readiness.js";
 
 export interface HealthDeps {
   config: Config;

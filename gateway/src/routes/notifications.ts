@@ -1,10 +1,11 @@
 import { isoOf } from "@feeds/kit";
-import type { Notification } from "@feeds/proto/feeds/notification/v1/notification";
+import type { Notification, NotificationGroup } from "@feeds/proto/feeds/notification/v1/notification";
 import { operations } from "@feeds/contract";
 import { cursorOf, type RouteTable } from "../define.js";
 import { customOf } from "../json.js";
 import type { Clients } from "@feeds/kit";
 import { matchesEtag } from "./feeds.js";
+import { notificationGroupsWeight } from "../rate-weights.js";
 
 /** The interface's Notification resource. */
 const notificationJson = (n: Notification) => ({
@@ -17,8 +18,30 @@ const notificationJson = (n: Notification) => ({
   created_at: isoOf(n.createdAt),
   seen_at: isoOf(n.seenAt),
   read_at: isoOf(n.readAt),
-  actor_user: n.actorUser ? { id: n.actorUser.id, custom: customOf(n.actorUser.customJson) } : null,
+  actor_user: n.actorUser ? actorUserJson(n.actorUser) : null,
 });
+
+const actorUserJson = (u: { id: string; customJson: string }) => ({ id: u.id, custom: customOf(u.customJson) });
+
+/** The Group resource of the grouped feed (issue 23). */
+const groupJson = (g: NotificationGroup) => ({
+  group_key: g.groupKey,
+  verb: g.verb,
+  reaction_kind: g.reactionKind ?? null,
+  object: g.object,
+  activity_id: g.activityId ?? null,
+  activity_count: Number(g.activityCount),
+  actor_count: Number(g.actorCount),
+  actors: g.actors.map(actorUserJson),
+  latest: g.latest.map(notificationJson),
+  first_at: isoOf(g.firstAt),
+  updated_at: isoOf(g.updatedAt),
+  seen_at: isoOf(g.seenAt),
+  read_at: isoOf(g.readAt),
+});
+
+const groupSelection = (s: true | string[] | undefined): { all?: boolean; groupKeys?: string[] } | undefined =>
+  s === undefined ? undefined : s === true ? { all: true } : { groupKeys: s };
 
 const selection = (s: true | string[] | undefined): { all?: boolean; ids?: string[] } | undefined =>
   s === undefined ? undefined : s === true ? { all: true } : { ids: s };
@@ -50,6 +73,31 @@ export function notificationRoutes(r: RouteTable, clients: Pick<Clients, "notifi
         { seen: selection(body.seen), read: selection(body.read), owner: body.owner ?? "" },
         call,
       );
+      return { unseen: Number(res.unseen), unread: Number(res.unread) };
+    },
+  });
+
+  r.handle(operations.notificationGroups, {
+    weight: notificationGroupsWeight,
+    async handler({ query, call }) {
+      const res = await clients.notification.listNotificationGroups({ page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" }, call);
+      return { results: res.groups.map(groupJson), next: res.next || null, unseen: Number(res.unseen), unread: Number(res.unread) };
+    },
+  });
+
+  r.handle(operations.notificationGroupMembers, {
+    async handler({ params, query, call }) {
+      const res = await clients.notification.listNotificationGroupMembers(
+        { groupKey: params.group_key, page: { limit: query.limit ?? 20, cursor: cursorOf(query) }, owner: query.owner ?? "" },
+        call,
+      );
+      return { results: res.notifications.map(notificationJson), next: res.next || null };
+    },
+  });
+
+  r.handle(operations.markNotificationGroups, {
+    async handler({ body, call }) {
+      const res = await clients.notification.markNotificationGroups({ seen: groupSelection(body.seen), read: groupSelection(body.read), owner: body.owner ?? "" }, call);
       return { unseen: Number(res.unseen), unread: Number(res.unread) };
     },
   });

@@ -12,8 +12,13 @@ import type {
   Follow,
   FollowStats,
   JsonObject,
+  MarkNotificationGroupsInput,
   MarkNotificationsInput,
+  Notification,
   NotificationCounts,
+  NotificationGroup,
+  NotificationGroupMembers,
+  NotificationGroupPage,
   NotificationPage,
   NotificationSignal,
   ObjectsByRef,
@@ -98,9 +103,19 @@ export abstract class FeedApiClient extends BaseClient {
     return paginate((next) => this.replies(commentId, { ...params, next }, call));
   }
 
-  /** Every notification group, newest first (`owner` for server tokens). */
+  /** Every notification, newest first (`owner` for server tokens). */
   allNotifications(params: IterateParams & { owner?: string } = {}, call?: CallOptions): AsyncGenerator<NotificationPage["results"][number], void, undefined> {
     return paginate((next) => this.notifications({ ...params, next }, call));
+  }
+
+  /** Every notification group, newest update first (`owner` for server tokens). */
+  allNotificationGroups(params: IterateParams & { owner?: string } = {}, call?: CallOptions): AsyncGenerator<NotificationGroup, void, undefined> {
+    return paginate((next) => this.notificationGroups({ ...params, next }, call));
+  }
+
+  /** Every notification of a group, newest first (`owner` for server tokens). */
+  allNotificationGroupMembers(groupKey: string, params: IterateParams & { owner?: string } = {}, call?: CallOptions): AsyncGenerator<Notification, void, undefined> {
+    return paginate((next) => this.notificationGroupMembers(groupKey, { ...params, next }, call));
   }
 
   // Feeds and activities
@@ -230,6 +245,21 @@ export abstract class FeedApiClient extends BaseClient {
   /** `POST /v1/notifications/mark` `{seen?, read?, owner?}` → `{unseen, unread}`. */
   markNotifications(input: MarkNotificationsInput, call?: CallOptions): Promise<NotificationCounts> {
     return this.route(api.markNotifications, { body: input, call });
+  }
+
+  /** `GET /v1/notifications/groups` — groups newest update first, `{unseen, unread}` count groups; `owner` for server tokens. */
+  notificationGroups(params: PageParams & { owner?: string } = {}, call?: CallOptions): Promise<NotificationGroupPage> {
+    return this.route(api.notificationGroups, { query: { ...pageQuery(params), owner: params.owner }, call });
+  }
+
+  /** `GET /v1/notifications/groups/{group_key}/members` — the group's notifications, newest first. */
+  notificationGroupMembers(groupKey: string, params: PageParams & { owner?: string } = {}, call?: CallOptions): Promise<NotificationGroupMembers> {
+    return this.route(api.notificationGroupMembers, { params: { group_key: groupKey }, query: { ...pageQuery(params), owner: params.owner }, call });
+  }
+
+  /** `POST /v1/notifications/groups/mark` `{seen?, read?, owner?}` (true or group keys) → the groups' `{unseen, unread}`. */
+  markNotificationGroups(input: MarkNotificationGroupsInput, call?: CallOptions): Promise<NotificationCounts> {
+    return this.route(api.markNotificationGroups, { body: input, call });
   }
 
   /** `GET /v1/notifications/signal`, conditional on `etag` (`owner` for server tokens). */

@@ -14,8 +14,20 @@ export type StreamEventType = "activity.added" | "activity.updated" | "activity.
 /** One event of the stream; `id` is its cursor (pass it as `lastEventId` to resume after it later). */
 export type StreamEvent =
   | { id: string; type: "activity.added" | "activity.updated" | "activity.deleted"; data: { feed: string; activity: Activity } }
-  | { id: string; type: "notification.added"; data: { notification: Notification; unseen: number; unread: number } }
-  | { id: string; type: "notification.counts"; data: { unseen: number; unread: number } }
+  | {
+      id: string;
+      type: "notification.added";
+      data: {
+        notification: Notification;
+        unseen: number;
+        unread: number;
+        /** The notification's group after it, and the owner's groups with an unseen (unread) member. */
+        group: { group_key: string; activity_count: number; actor_count: number };
+        groups_unseen: number;
+        groups_unread: number;
+      };
+    }
+  | { id: string; type: "notification.counts"; data: { unseen: number; unread: number; groups_unseen: number; groups_unread: number } }
   /** Events were missed (`cursor_too_old`): refetch over REST. */
   | { id: string; type: "reset"; data: { reason: string } };
 

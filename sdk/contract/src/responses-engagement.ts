@@ -49,3 +49,22 @@ export const notificationSchema = z.object({
 export const notificationCountsSchema = z.object({ unseen: count, unread: count });
 export const notificationPageSchema = pageOf(notificationSchema).extend(notificationCountsSchema.shape);
 export const notificationSignalSchema = notificationCountsSchema.extend({ version: z.number().int().min(0) });
+
+/** A notification group (issue 23): counts, up to 5 distinct recent actors and up to 5 newest members. */
+export const notificationGroupSchema = z.object({
+  group_key: z.string().describe("32 hex characters; names the group in members and marks"),
+  verb: z.string().describe("follow, react or comment (replies are comments too)"),
+  reaction_kind: z.string().nullable(),
+  object: z.string().describe("follow: the followed feed ref; react and comment: the activity id; replies: the parent comment id"),
+  activity_id: uuidString.nullable().describe("comments and replies: the activity; null for follow and react"),
+  activity_count: count.describe("the notifications in the group"),
+  actor_count: count.describe("the distinct actors of those notifications"),
+  actors: z.array(actorUserSchema).describe("up to 5 distinct actors, most recent first"),
+  latest: z.array(notificationSchema).describe("up to 5 members, newest first"),
+  first_at: isoDateTime,
+  updated_at: isoDateTime.describe("the newest member's time: the page order"),
+  seen_at: isoDateTime.nullable().describe("null while a member is unseen"),
+  read_at: isoDateTime.nullable().describe("null while a member is unread"),
+});
+export const notificationGroupPageSchema = pageOf(notificationGroupSchema).extend(notificationCountsSchema.shape);
+export const notificationGroupMembersSchema = pageOf(notificationSchema);

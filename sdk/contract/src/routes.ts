@@ -6,7 +6,15 @@ import { activityIdParams, addActivityBody, batchActivitiesBody, feedPageQuery, 
 import { batchFollowsBody, followBody, graphFeedParams, suggestionsQuery, unfollowParams, unfollowQuery } from "./schemas-graph.js";
 import { batchObjectsBody, bulkObjectsBody, objectParams, objectRefsQuery, patchObjectBody, putObjectBody } from "./schemas-objects.js";
 import { createPromotedBody, promotedIdParams, promotedPageQuery } from "./schemas-promoted.js";
-import { markNotificationsBody, notificationPageQuery, notificationSignalQuery } from "./schemas-notifications.js";
+import {
+  markNotificationGroupsBody,
+  markNotificationsBody,
+  notificationGroupMembersQuery,
+  notificationGroupPageQuery,
+  notificationGroupParams,
+  notificationPageQuery,
+  notificationSignalQuery,
+} from "./schemas-notifications.js";
 import { eventStreamSchema, streamQuery, streamTicketBody, streamTicketSchema } from "./schemas-stream.js";
 import { createWebhookBody, webhookIdParams, webhookPageQuery } from "./schemas-webhooks.js";
 import {
@@ -40,6 +48,8 @@ import {
 import {
   blocklistSchema,
   notificationCountsSchema,
+  notificationGroupMembersSchema,
+  notificationGroupPageSchema,
   notificationPageSchema,
   notificationSignalSchema,
   reactionKindsSchema,
@@ -327,6 +337,34 @@ export const feedApiRoutes = {
     tags: ["notifications"],
     query: notificationSignalQuery,
     responses: { 200: notificationSignalSchema, 304: null },
+  }),
+  notificationGroups: route({
+    method: "GET",
+    path: "/v1/notifications/groups",
+    auth: "tenant",
+    summary: "The notification feed in groups, newest update first, with the counts of unseen and unread groups (owner: server tokens only)",
+    tags: ["notifications"],
+    query: notificationGroupPageQuery,
+    responses: { 200: notificationGroupPageSchema },
+  }),
+  notificationGroupMembers: route({
+    method: "GET",
+    path: "/v1/notifications/groups/{group_key}/members",
+    auth: "tenant",
+    summary: "Every notification of one of your groups, newest first",
+    tags: ["notifications"],
+    params: notificationGroupParams,
+    query: notificationGroupMembersQuery,
+    responses: { 200: notificationGroupMembersSchema },
+  }),
+  markNotificationGroups: route({
+    method: "POST",
+    path: "/v1/notifications/groups/mark",
+    auth: "tenant",
+    summary: "Mark groups seen and/or read (true: all; or group keys; their members are marked; read implies seen); answers the fresh group counts",
+    tags: ["notifications"],
+    body: markNotificationGroupsBody,
+    responses: { 200: notificationCountsSchema },
   }),
   getObject: route({
     method: "GET",

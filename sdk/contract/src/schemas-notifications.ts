@@ -21,3 +21,25 @@ export const markNotificationsBody = z
   .object({ seen: markSelection.optional(), read: markSelection.optional(), owner: idString.optional() })
   .refine((b) => b.seen !== undefined || b.read !== undefined, { message: "name seen and/or read" });
 export type MarkNotificationsBody = z.infer<typeof markNotificationsBody>;
+
+// Notification groups (issue 23): follows of one feed, reactions of one kind on one activity,
+// comments on one activity, replies to one comment, each collecting for 24 hours.
+
+/** A group key: 32 lower-case hex characters. */
+export const groupKeyString = z.string().regex(/^[0-9a-f]{32}$/, "must be a group key (32 hex characters)");
+
+/** `GET /v1/notifications/groups`: limit 1..100 (default 20), next, owner (server tokens). */
+export const notificationGroupPageQuery = pageQuery.extend({ owner: idString.optional() });
+
+/** `GET /v1/notifications/groups/{group_key}/members` */
+export const notificationGroupParams = z.object({ group_key: groupKeyString });
+export const notificationGroupMembersQuery = pageQuery.extend({ owner: idString.optional() });
+
+/** `true`: every group of the owner; or up to 100 group keys (others' and unknown ones are ignored). */
+const groupSelection = z.union([z.literal(true), z.array(groupKeyString).max(100, "at most 100 group keys")]);
+
+/** `POST /v1/notifications/groups/mark`: seen and/or read (read implies seen), of the groups' members. */
+export const markNotificationGroupsBody = z
+  .object({ seen: groupSelection.optional(), read: groupSelection.optional(), owner: idString.optional() })
+  .refine((b) => b.seen !== undefined || b.read !== undefined, { message: "name seen and/or read" });
+export type MarkNotificationGroupsBody = z.infer<typeof markNotificationGroupsBody>;

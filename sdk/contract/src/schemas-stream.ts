@@ -66,6 +66,6 @@ export const eventStreamSchema = z
   .string()
   .describe(
     "text/event-stream. `retry: 3000` first, then frames `id: <cursor>`, `event: <type>`, `data: <JSON>`; a comment at least every 15 s. " +
-      "Events: activity.added, activity.updated, activity.deleted `{feed, activity}`; notification.added `{notification, unseen, unread}`; " +
-      'notification.counts `{unseen, unread}`; reset `{reason}` (cursor_too_old, consumer_too_slow, server_draining).',
+      "Events: activity.added, activity.updated, activity.deleted `{feed, activity}`; notification.added `{notification, unseen, unread, group, groups_unseen, groups_unread}`; " +
+      'notification.counts `{unseen, unread, groups_unseen, groups_unread}`; reset `{reason}` (cursor_too_old, consumer_too_slow, server_draining).',
   );

@@ -40,7 +40,7 @@ const groupAuth: Record<Group, AuthKind[]> = {
  * paged routes, and the live stream's iterator (built on the stream group's two routes).
  */
 const notRoutes = new Set(["constructor", "raw", "request", "call", "getToken", "setToken", "send", "route", "signalOf"]);
-const iterators = ["stream", "feed", "activity", "allReplies", "allNotifications", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
+const iterators = ["stream", "feed", "activity", "allReplies", "allNotifications", "allNotificationGroups", "allNotificationGroupMembers", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
 for (const name of iterators) notRoutes.add(name);
 /** Arguments a method cannot take as plain strings. */
 const argsOf: Record<string, unknown[]> = { getObjects: [["song:1", "album:2"]] };

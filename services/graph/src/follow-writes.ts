@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import {
   eventMessages,
   internal,
+  publishOptions,
   type Logger,
   type Nats,
   type Outbox,
@@ -83,8 +84,9 @@ export function createFollowWrites(deps: FollowWritesDeps) {
     { change, feed: target, field: "follower_count", by },
   ];
 
-  async function publish(messages: readonly OutboxMessage[]): Promise<void> {
-    for (const m of messages) await nats.js.publish(m.subject, new TextEncoder().encode(m.data), { msgID: m.msgId });
+  /** Publishes `messages` with the trace context of the change they belong to (its writer's). */
+  async function publish(messages: readonly OutboxMessage[], trace: Record<string, string> | undefined): Promise<void> {
+    for (const m of messages) await nats.js.publish(m.subject, new TextEncoder().encode(m.data), publishOptions(m.msgId, trace));
   }
 
   /** The messages of a removal: its own (the history task) and follow.deleted of the edge. */
@@ -110,7 +112,7 @@ export function createFollowWrites(deps: FollowWritesDeps) {
           continue;
         }
         await counts.apply(edge.tenant_id, moves(c.id, edge.source_feed, edge.target_feed, 1));
-        await publish(c.messages);
+        await publish(c.messages, c.trace);
         outbox.discard(FOLLOWS, edge._id, c);
         break;
       }
@@ -129,7 +131,7 @@ export function createFollowWrites(deps: FollowWritesDeps) {
     await followsIn(edge, (edge.outbox ?? []).filter((c) => c.id !== change.id));
     await counts.apply(t, moves(change.id, source, target, -1));
     try {
-      await publish(removalMessages(edge, change, data.event));
+      await publish(removalMessages(edge, change, data.event), change.trace);
     } catch (err) {
       log.warn({ err: String(err), change: change.id }, "unfollow messages left to the outbox relay");
       await deps.followerSets.invalidate(t, [source, target]);

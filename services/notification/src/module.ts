@@ -2,7 +2,7 @@ import type { Db } from "mongodb";
 import { createWorkerBeats, ensureQueue, type Clients, type Config, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { WebhookService } from "@feeds/proto/feeds/notification/v1/webhook";
-import { createNotifications } from "./notifications/index.js";
+import { createNotifications, type NotificationAdded } from "./notifications/index.js";
 import { createNotifyWorker } from "./worker.js";
 import { createWebhooks, type WebhookOptions } from "./webhooks/index.js";
 
@@ -22,10 +22,19 @@ export async function createNotificationModule(deps: {
   webhookKey: Buffer;
   /** Run the notify worker in this process (default true). */
   worker?: boolean;
+  /** Hears of every new notification with its counts and group summary (the realtime stream's events). */
+  onNotificationAdded?: (added: NotificationAdded) => Promise<void>;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "notify");
   await ensureQueue(deps.nats, "webhooks");
-  const notifications = await createNotifications({ db: deps.db, nats: deps.nats, redis: deps.redis, peers: deps.peers, log: deps.log });
+  const notifications = await createNotifications({
+    db: deps.db,
+    nats: deps.nats,
+    redis: deps.redis,
+    peers: deps.peers,
+    log: deps.log,
+    ...(deps.onNotificationAdded ? { onAdded: deps.onNotificationAdded } : {}),
+  });
   const webhooks = await createWebhooks({ db: deps.db, redis: deps.redis, nats: deps.nats, log: deps.log, options: deps.webhooks, secretsKey: deps.webhookKey });
   // Notifications first: a failure redelivers the event to both, and both are idempotent.
   const worker = createNotifyWorker({

@@ -69,7 +69,8 @@ describe("notification counts", { timeout: 60_000 }, () => {
     const { n, signal, doc } = await setUp();
     const add = (d: NotificationDoc) => n.changesForTests.add(d);
     const d = doc("bob", 1);
-    expect(await Promise.all([add({ ...d }), add({ ...d }), add({ ...d })])).toEqual(expect.arrayContaining([true, false, false]));
+    const added = await Promise.all([add({ ...d }), add({ ...d }), add({ ...d })]);
+    expect(added.map((a) => a !== null)).toEqual(expect.arrayContaining([true, false, false]));
     await n.relayOnce();
     expect(await signal("bob")).toMatchObject({ unseen: 1, unread: 1 });
   });

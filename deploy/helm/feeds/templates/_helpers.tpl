@@ -289,7 +289,7 @@ spec:
         - name: {{ .component }}
           image: {{ include "feeds.image" $root }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
-          command: ["node", "services/{{ .service }}/dist/main.js"]
+          command: ["node", "--import", "@feeds/kit/otel", "services/{{ .service }}/dist/main.js"]
           ports:
             - name: grpc
               containerPort: {{ $root.Values.grpcPort }}

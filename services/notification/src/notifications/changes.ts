@@ -1,7 +1,20 @@
 import { type Outbox, type PendingChange } from "@feeds/kit";
 import { COUNTS, countsTarget, type Counts, type CountsDelta, type CountsDoc, type CountsRepository } from "./counts.js";
+import { groupTarget, type GroupDoc, type GroupRepository } from "./group-repository.js";
 import { NOTIFICATIONS, type NotificationDoc, type NotificationRepository, type Selection } from "./notification-repository.js";
-import type { LiveNotifications } from "./live.js";
+
+/** What a new notification did: its owner's counts and its group after it. */
+export interface Added {
+  notification: NotificationDoc & { group_key: string };
+  counts: Counts;
+  group: GroupDoc | null;
+}
+
+/** What the owners' live streams are told: a new notification, and the counts after a mark. */
+export interface LiveChanges {
+  added(added: Added): Promise<void>;
+  counts(tenantId: string, owner: string, changeId: string, counts: Counts): Promise<void>;
+}
 
 /** What a mark's pending change names (`change.data`): the owner's selections as the request gave them. */
 interface MarkData {
@@ -22,26 +35,46 @@ const deltaOf = (change: PendingChange): CountsDelta => {
  * `finishMark` counts a mark's stamps and takes them off.
  */
 export function createCountChanges(deps: {
-  notifications: Pick<NotificationRepository, "insert" | "mark" | "stamped">;
+  notifications: Pick<NotificationRepository, "insert" | "mark" | "stamped" | "groupsStamped">;
   counts: Pick<CountsRepository, "apply" | "recordMark">;
+  groups: Pick<GroupRepository, "assign" | "addMember" | "stampMarked">;
   /** The outbox of notifications (their +1s). */
   inserts: Pick<Outbox, "change" | "forInsert" | "settle">;
   /** The outbox of counts documents (marks: a writer may take long to set thousands). */
   marks: Pick<Outbox, "change" | "settle">;
-  /** The owners' live streams (published before a change settles; the relay's finish publishes again). */
-  live: LiveNotifications;
+  /**
+   * The owners' live streams (docs/stream.md): told after the counts moved and before the change
+   * settles, so a writer that fails to publish leaves its change to the relay, whose finish tells
+   * them again (the live message id makes the two one event).
+   */
+  live?: LiveChanges;
 }) {
-  const { notifications, counts } = deps;
+  const { notifications, counts, groups } = deps;
+
+  /** The groups whose members mark `changeId` set seen (read) record the mark's time. */
+  async function stampGroups(tenantId: string, owner: string, changeId: string, at: Date): Promise<void> {
+    const [seen, read] = await Promise.all([
+      notifications.groupsStamped(tenantId, owner, "seen_by", changeId),
+      notifications.groupsStamped(tenantId, owner, "read_by", changeId),
+    ]);
+    await Promise.all([groups.stampMarked(tenantId, owner, "seen_at", seen, at), groups.stampMarked(tenantId, owner, "read_at", read, at)]);
+  }
+
   return {
-    /** Stores `n` (once: a repeat stores nothing) and counts it; answers whether it was new. */
-    async add(n: NotificationDoc): Promise<boolean> {
-      const change = deps.inserts.change([], { id: n._id, targets: [countsTarget(n.tenant_id, n.owner)], data: { ...NEW } });
-      if (!(await notifications.insert({ ...n, ...deps.inserts.forInsert(change) }))) return false;
-      const after = await counts.apply(n.tenant_id, n.owner, change.id, NEW);
-      // Issue 23 §2's group fields (group, groups_unseen, groups_unread) join this event as `extra`.
-      await deps.live.added(n, after);
+    /**
+     * Stores `n` in its group (once: a repeat stores nothing) and counts it in the owner's counts
+     * and the group's; answers what it did, or null when it existed already.
+     */
+    async add(n: NotificationDoc): Promise<Added | null> {
+      const grouped = { ...n, group_key: await groups.assign(n) };
+      const targets = [countsTarget(n.tenant_id, n.owner), groupTarget(grouped.group_key)];
+      const change = deps.inserts.change([], { id: n._id, targets, data: { ...NEW } });
+      if (!(await notifications.insert({ ...grouped, ...deps.inserts.forInsert(change) }))) return null;
+      const [after, group] = await Promise.all([counts.apply(n.tenant_id, n.owner, change.id, NEW), groups.addMember(grouped, change.id)]);
+      const added: Added = { notification: grouped, counts: { unseen: after.unseen, unread: after.unread }, group };
+      await deps.live?.added(added);
       await deps.inserts.settle(NOTIFICATIONS, n._id, change);
-      return true;
+      return added;
     },
 
     /** Marks the selections and answers the owner's counts after. */
@@ -51,7 +84,8 @@ export function createCountChanges(deps: {
       await counts.recordMark(tenantId, owner, change);
       const set = await notifications.mark(tenantId, owner, seen, read, change.id, change.at);
       const after = await counts.apply(tenantId, owner, change.id, { unseen: -set.seen, unread: -set.read });
-      await deps.live.counts(tenantId, owner, change.id, after);
+      await stampGroups(tenantId, owner, change.id, change.at);
+      await deps.live?.counts(tenantId, owner, change.id, after);
       await deps.marks.settle(COUNTS, countsTarget(tenantId, owner).id, change);
       return after;
     },
@@ -59,14 +93,16 @@ export function createCountChanges(deps: {
     /** The relay's finish of a notification whose writer died before counting it. */
     async finishNotification(doc: NotificationDoc, change: PendingChange): Promise<void> {
       const after = await counts.apply(doc.tenant_id, doc.owner, change.id, deltaOf(change));
-      await deps.live.added(doc, after);
+      const group = doc.group_key ? await groups.addMember({ ...doc, group_key: doc.group_key }, change.id) : null;
+      await deps.live?.added({ notification: { ...doc, group_key: doc.group_key ?? "" }, counts: { unseen: after.unseen, unread: after.unread }, group });
     },
 
     /** The relay's finish of a mark whose writer died: what it stamped comes off the counts. */
     async finishMark(doc: CountsDoc, change: PendingChange): Promise<void> {
       const set = await notifications.stamped(doc.tenant_id, doc.owner, change.id);
       const after = await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
-      await deps.live.counts(doc.tenant_id, doc.owner, change.id, after);
+      await stampGroups(doc.tenant_id, doc.owner, change.id, change.at);
+      await deps.live?.counts(doc.tenant_id, doc.owner, change.id, after);
     },
   };
 }

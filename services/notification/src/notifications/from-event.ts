@@ -34,7 +34,7 @@ const uuid = (v: unknown): string | null => (typeof v === "string" && UUID.test(
 /** What an event means for the notification feeds. */
 export type Outcome = { notify: NotificationDoc } | { skip: "not notified" | "own act" | "malformed" };
 
-type Fields = Pick<NotificationDoc, "owner" | "verb" | "actor" | "object" | "reaction_kind" | "activity_id">;
+type Fields = Pick<NotificationDoc, "owner" | "verb" | "actor" | "object" | "reaction_kind" | "activity_id" | "parent_id">;
 
 const record = (v: unknown): Record<string, unknown> => (typeof v === "object" && v !== null ? (v as Record<string, unknown>) : {});
 
@@ -50,7 +50,7 @@ function fieldsOf(e: FeedEvent): Fields | "not notified" | "malformed" {
       const owner = str(d.target_id);
       const source = str(d.source_id);
       if (!owner || !isId(owner) || !source || !isId(source)) return "malformed";
-      return { owner, verb: "follow", actor: `user:${source}`, object: `user:${owner}`, reaction_kind: null, activity_id: null };
+      return { owner, verb: "follow", actor: `user:${source}`, object: `user:${owner}`, reaction_kind: null, activity_id: null, parent_id: null };
     }
     case "reaction.added": {
       const activity = uuid(d.activity_id);
@@ -59,7 +59,7 @@ function fieldsOf(e: FeedEvent): Fields | "not notified" | "malformed" {
       if (!activity || !kind || !actor) return "malformed";
       const owner = userOf(meta.activity_actor);
       if (!owner) return "not notified";
-      return { owner, verb: "react", actor, object: activity, reaction_kind: kind, activity_id: null };
+      return { owner, verb: "react", actor, object: activity, reaction_kind: kind, activity_id: null, parent_id: null };
     }
     case "comment.added": {
       const comment = uuid(d.id);
@@ -71,7 +71,9 @@ function fieldsOf(e: FeedEvent): Fields | "not notified" | "malformed" {
       const owner = reply ? str(meta.parent_user_id) : userOf(meta.activity_actor);
       if (reply && (!owner || !isId(owner))) return "malformed";
       if (!owner) return "not notified";
-      return { owner, verb: "comment", actor, object: comment, reaction_kind: null, activity_id: activity };
+      const parent = reply ? uuid(d.parent_id) : null;
+      if (reply && !parent) return "malformed";
+      return { owner, verb: "comment", actor, object: comment, reaction_kind: null, activity_id: activity, parent_id: parent };
     }
     case "follow.deleted":
     case "reaction.deleted":

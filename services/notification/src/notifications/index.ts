@@ -1,8 +1,10 @@
 import type { Db } from "mongodb";
-import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, type RedisConn } from "@feeds/kit";
-import { createCountChanges } from "./changes.js";
+import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, type NotificationGroupSummary, type RedisConn } from "@feeds/kit";
+import { createCountChanges, type Added } from "./changes.js";
 import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
+import { createGroupRepository } from "./group-repository.js";
+import { groupCounts } from "./group-routes.js";
 import { createNotificationHandler } from "./handler.js";
 import { createNotificationRepository, NOTIFICATIONS } from "./notification-repository.js";
 import { createNotificationService } from "./routes.js";
@@ -14,21 +16,63 @@ import { createNotificationService } from "./routes.js";
  */
 export const MARK_GRACE_MS = 60_000;
 
+/** A new notification as the stream reports it: the notification, the owner's counts and its group's summary. */
+export type NotificationAdded = Omit<Added, "group"> & NotificationGroupSummary;
+
 /** The notification feeds: the RPCs, the notify worker's handler that fills them, and the counts' relays. */
-export async function createNotifications(deps: { db: Db; nats: Nats; redis: RedisConn; peers: () => Pick<Clients, "users">; log: Logger; graceMs?: { inserts?: number; marks?: number } }) {
+export async function createNotifications(deps: {
+  db: Db;
+  nats: Nats;
+  redis: RedisConn;
+  peers: () => Pick<Clients, "users">;
+  log: Logger;
+  graceMs?: { inserts?: number; marks?: number };
+  /** Hears of every new notification with its group summary (the realtime stream); a failure redelivers the event. */
+  onAdded?: (added: NotificationAdded) => Promise<void>;
+}) {
   // Owners' live streams take notification.added and notification.counts (docs/stream.md).
   await ensureLiveStream(deps.nats);
   const notifications = createNotificationRepository(deps.db);
   const counts = createCountsRepository(deps.db, deps.redis, deps.log);
+  const groups = createGroupRepository(deps.db);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });
   const marks = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS });
-  const changes = createCountChanges({ notifications, counts, inserts, marks, live: createLiveNotifications(deps.nats) });
+
+  /** A new notification's group summary: its group after it, and the owner's group counts now. */
+  async function summaryOf(added: Added): Promise<NotificationGroupSummary> {
+    const n = added.notification;
+    const c = await groupCounts(notifications, n.tenant_id, n.owner);
+    const g = added.group;
+    return {
+      group: { group_key: n.group_key, activity_count: g?.activity_count ?? 1, actor_count: g?.actor_count ?? 1 },
+      groups_unseen: c.unseen,
+      groups_unread: c.unread,
+    };
+  }
+  // The stream's notification events carry the group summary; the counts event the group counts too.
+  const stream = createLiveNotifications(deps.nats);
+  const live = {
+    added: async (a: Added) => stream.added(a.notification, a.counts, { ...(await summaryOf(a)) }),
+    async counts(tenantId: string, owner: string, changeId: string, c: { unseen: number; unread: number }) {
+      const g = await groupCounts(notifications, tenantId, owner);
+      await stream.counts(tenantId, owner, changeId, c, { groups_unseen: g.unseen, groups_unread: g.unread });
+    },
+  };
+  const changes = createCountChanges({ notifications, counts, groups, inserts, marks, live });
   inserts.register(NOTIFICATIONS, (doc, change) => changes.finishNotification(doc as never, change));
   marks.register(COUNTS, (doc, change) => changes.finishMark(doc as never, change));
-  await Promise.all([notifications.ensureIndexes(), inserts.ensureIndexes(), marks.ensureIndexes()]);
+  await Promise.all([notifications.ensureIndexes(), groups.ensureIndexes(), inserts.ensureIndexes(), marks.ensureIndexes()]);
+  const onAdded = deps.onAdded;
+
   return {
-    service: createNotificationService({ notifications, counts, changes, peers: deps.peers }),
-    handler: createNotificationHandler({ changes, log: deps.log }),
+    service: createNotificationService({ notifications, counts, changes, groups, peers: deps.peers }),
+    handler: createNotificationHandler({
+      changes,
+      log: deps.log,
+      ...(onAdded ? { onAdded: async ({ group: _group, ...added }: Added) => onAdded({ ...added, ...(await summaryOf({ ...added, group: _group })) }) } : {}),
+    }),
+    /** The group summary of a new notification (what `onAdded` receives beside it). */
+    summaryOf,
     /** The writes that move the counts (tests drive them directly). */
     changesForTests: changes,
     countsForTests: counts,

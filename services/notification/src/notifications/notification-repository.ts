@@ -17,6 +17,10 @@ export interface NotificationDoc extends OutboxFields {
   created_at: Date;
   seen_at: Date | null;
   read_at: Date | null;
+  /** A reply: the comment it answers (its group). Unset on others. */
+  parent_id?: string | null;
+  /** The group it belongs to (notifications from before groups existed have none). */
+  group_key?: string;
   /** The mark (its change id) that set seen_at / read_at. */
   seen_by?: string;
   read_by?: string;
@@ -31,7 +35,7 @@ export interface NotificationCursor {
 }
 
 /** What a mark applies to: every notification of the owner, or these ids (of the owner's). */
-export type Selection = "all" | string[];
+export type Selection = "all" | string[] | { groups: string[] };
 
 /**
  * All MongoDB access for notifications; every query names the tenant and the owner. Inserts are
@@ -41,13 +45,47 @@ export function createNotificationRepository(db: Db) {
   const notifications: Collection<NotificationDoc> = db.collection<NotificationDoc>(NOTIFICATIONS);
   const ofOwner = (tenantId: string, owner: string) => ({ tenant_id: tenantId, owner });
   const selected = (tenantId: string, owner: string, sel: Selection): Filter<NotificationDoc> =>
-    sel === "all" ? ofOwner(tenantId, owner) : { ...ofOwner(tenantId, owner), _id: { $in: sel } };
-  const some = (sel: Selection | null): sel is Selection => sel === "all" || (sel !== null && sel.length > 0);
+    sel === "all"
+      ? ofOwner(tenantId, owner)
+      : Array.isArray(sel)
+        ? { ...ofOwner(tenantId, owner), _id: { $in: sel } }
+        : { ...ofOwner(tenantId, owner), group_key: { $in: sel.groups } };
+  const some = (sel: Selection | null): sel is Selection =>
+    sel === "all" || (sel !== null && (Array.isArray(sel) ? sel.length > 0 : sel.groups.length > 0));
   // The notify worker handles many events at once: their inserts share commands (kit's insert batcher).
   const inserts = createInsertBatcher(notifications);
 
   return {
-    ensureIndexes: () => notifications.createIndex({ tenant_id: 1, owner: 1, created_at: -1, _id: -1 }),
+    ensureIndexes: async () => {
+      await notifications.createIndex({ tenant_id: 1, owner: 1, created_at: -1, _id: -1 });
+      await notifications.createIndex({ tenant_id: 1, owner: 1, group_key: 1, created_at: -1, _id: -1 });
+    },
+
+    /** A group's members, newest first (keyset as `page`). */
+    groupPage(tenantId: string, owner: string, groupKey: string, limit: number, after: NotificationCursor | null) {
+      const base = { ...ofOwner(tenantId, owner), group_key: groupKey };
+      const filter: Filter<NotificationDoc> = after
+        ? { ...base, $or: [{ created_at: { $lt: after.created_at } }, { created_at: after.created_at, _id: { $lt: after.id } }] }
+        : base;
+      return notifications.find(filter).sort({ created_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    },
+
+    /** The newest `limit` members of groups `keys` together, newest first (a grouped page's `latest`). */
+    latestOf(tenantId: string, owner: string, keys: string[], limit: number) {
+      return notifications.find({ ...ofOwner(tenantId, owner), group_key: { $in: keys } }).sort({ created_at: -1, _id: -1 }).limit(limit).toArray();
+    },
+
+    /** The owner's groups holding a notification with `field` unset (unseen or unread): a group is unseen while any member is. */
+    async groupsWithout(tenantId: string, owner: string, field: "seen_at" | "read_at"): Promise<Set<string>> {
+      const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: null });
+      return new Set(found.filter((k): k is string => typeof k === "string"));
+    },
+
+    /** The groups whose members mark `changeId` stamped (`seen_by` / `read_by`). */
+    async groupsStamped(tenantId: string, owner: string, field: "seen_by" | "read_by", changeId: string): Promise<string[]> {
+      const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: changeId });
+      return found.filter((k): k is string => typeof k === "string");
+    },
 
     /** Answers false when the notification exists already (a redelivered event). */
     async insert(doc: NotificationDoc): Promise<boolean> {

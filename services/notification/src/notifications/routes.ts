@@ -21,6 +21,7 @@ import {
   type Notification,
 } from "@feeds/proto/feeds/notification/v1/notification";
 import { userOf } from "./from-event.js";
+import { createGroupService, type GroupServiceDeps } from "./group-routes.js";
 import { countsForPage, type CountChanges } from "./changes.js";
 import type { CountsRepository } from "./counts.js";
 import type { NotificationCursor, NotificationDoc, NotificationRepository, Selection } from "./notification-repository.js";
@@ -29,10 +30,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Ids one mark may name, per selection. */
 export const MARK_IDS_MAX = 100;
 
+/** Users by id, as `GetUsers` answers them. */
+export type ActorUsers = Map<string, { id: string; customJson: string }>;
+
 export interface NotificationServiceDeps {
-  notifications: Pick<NotificationRepository, "page">;
+  notifications: Pick<NotificationRepository, "page"> & GroupServiceDeps["notifications"];
   counts: Pick<CountsRepository, "get" | "read">;
   changes: Pick<CountChanges, "mark">;
+  groups: GroupServiceDeps["groups"];
   /** Identity, for actor_user: one getUsers call per page. */
   peers: () => Pick<Clients, "users">;
 }
@@ -41,7 +46,7 @@ export interface NotificationServiceDeps {
  * Whose notifications a call is about: a user token's own user; a server token (or one of our
  * processes) names it in `owner`. A user token naming an owner is refused, even its own id.
  */
-function ownerOf(ctx: HandlerContext, given: string): string {
+export function ownerOf(ctx: HandlerContext, given: string): string {
   const caller = callerOf(ctx);
   if (caller.kind === "user") {
     if (given) throw forbidden("owner is for server tokens only");
@@ -63,13 +68,13 @@ function selectionOf(sel: MarkSelection | undefined, path: string): Selection | 
   return [...new Set(sel.ids.map((id) => id.toLowerCase()))];
 }
 
-const cursorOf = (cursor: string | undefined): NotificationCursor | null => {
+export const cursorOf = (cursor: string | undefined): NotificationCursor | null => {
   if (!cursor) return null;
   const [ms, id] = decodeCursor(cursor, ["number", "string"] as const);
   return { created_at: new Date(ms), id };
 };
 
-function toProto(d: NotificationDoc, users: Map<string, { id: string; customJson: string }>): Notification {
+export function toProto(d: NotificationDoc, users: ActorUsers): Notification {
   const uid = userOf(d.actor);
   const user = uid === null ? undefined : users.get(uid);
   return create(NotificationSchema, {
@@ -86,19 +91,22 @@ function toProto(d: NotificationDoc, users: Map<string, { id: string; customJson
   });
 }
 
-export function createNotificationService(deps: NotificationServiceDeps): ServiceImpl<typeof NotificationService> {
-  const { notifications, counts, changes, peers } = deps;
+/** The users behind `user:` actors, in one call (none when there are none). */
+async function actorUsersOf(peers: () => Pick<Clients, "users">, ctx: HandlerContext, tenantId: string, actors: string[]): Promise<ActorUsers> {
+  const ids = [...new Set(actors.map((a) => userOf(a)).filter((id): id is string => id !== null))];
+  if (ids.length === 0) return new Map<string, { id: string; customJson: string }>();
+  const call = scope({ tenantId, caller: { kind: "system" }, requestId: ctx.values.get(requestIdKey) });
+  const res = await peers().users.getUsers({ ids }, call);
+  return new Map(res.users.map((u) => [u.id, u]));
+}
 
-  /** The users behind the page's `user:` actors, in one call (none when there are none). */
-  async function actorUsers(ctx: HandlerContext, tenantId: string, docs: NotificationDoc[]) {
-    const ids = [...new Set(docs.map((d) => userOf(d.actor)).filter((id): id is string => id !== null))];
-    if (ids.length === 0) return new Map<string, { id: string; customJson: string }>();
-    const call = scope({ tenantId, caller: { kind: "system" }, requestId: ctx.values.get(requestIdKey) });
-    const res = await peers().users.getUsers({ ids }, call);
-    return new Map(res.users.map((u) => [u.id, u]));
-  }
+export function createNotificationService(deps: NotificationServiceDeps): ServiceImpl<typeof NotificationService> {
+  const { notifications, counts, changes, groups, peers } = deps;
+
+  const actorUsers = (ctx: HandlerContext, tenantId: string, docs: NotificationDoc[]) => actorUsersOf(peers, ctx, tenantId, docs.map((d) => d.actor));
 
   return {
+    ...createGroupService({ notifications, groups, changes, actorUsers: (ctx, tenantId, actors) => actorUsersOf(peers, ctx, tenantId, actors) }),
     async listNotifications(req, ctx) {
       const tenant = requireTenant(ctx);
       const owner = ownerOf(ctx, req.owner);

@@ -1,5 +1,5 @@
 import type { JsMsg } from "nats";
-import { createQueueWorker, limits, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, inSpan, limits, SpanKind, SpanStatusCode, traceHeaders, processMetrics, type Logger, type Nats, type QueueWorker, type WorkerBeats } from "@feeds/kit";
 import type { DeliveryTarget, DestinationRepository } from "./destination-repository.js";
 import type { RecordChange, RecordKey, RecordRepository } from "./record-repository.js";
 import { DELIVERY_SUBJECT, type DeliveryTask } from "./publisher.js";
@@ -110,7 +110,14 @@ export function createDeliveryWorker(deps: {
     const started = Date.now();
     try {
       const body = JSON.stringify(task.e);
-      return await post(dest.url, body, signedHeaders(dest.secret, task.e.id, Math.floor(Date.now() / 1000), body));
+      const headers = signedHeaders(dest.secret, task.e.id, Math.floor(Date.now() / 1000), body);
+      // A client span per attempt; the receiver gets its `traceparent` (tracing on only).
+      return await inSpan("webhook POST", { kind: SpanKind.CLIENT, attributes: { "http.request.method": "POST", "feeds.webhook.destination": task.d, "feeds.webhook.event": task.e.type } }, async (span) => {
+        const outcome = await post(dest.url, body, { ...headers, ...traceHeaders() });
+        if (outcome.status !== undefined) span?.setAttribute("http.response.status_code", outcome.status);
+        if (!outcome.ok) span?.setStatus({ code: SpanStatusCode.ERROR, message: outcome.error ?? `answered ${outcome.status}` });
+        return outcome;
+      });
     } finally {
       clearTimeout(grace);
       slots.release(task.d, Date.now() - started);

@@ -1,4 +1,4 @@
-import { uuidFrom, type FeedEvent, type Nats } from "@feeds/kit";
+import { publishOptions, uuidFrom, type FeedEvent, type Nats } from "@feeds/kit";
 import type { DestinationRepository, Route } from "./destination-repository.js";
 import type { RecordRepository } from "./record-repository.js";
 
@@ -50,7 +50,7 @@ export function createWebhookPublisher(deps: { nats: Nats; destinations: Destina
     await Promise.all(
       ids.map(({ record, destination }) => {
         const task: DeliveryTask = { r: record, t: event.tenant_id, d: destination, at, e };
-        return deps.nats.js.publish(subject, encoder.encode(JSON.stringify(task)), { msgID: `wh:${record}` });
+        return deps.nats.js.publish(subject, encoder.encode(JSON.stringify(task)), publishOptions(`wh:${record}`));
       }),
     );
   };

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file feeds/notification/v1/notification.proto.
  */
 export const file_feeds_notification_v1_notification: GenFile = /*@__PURE__*/
-  fileDesc("CihmZWVkcy9ub3RpZmljYXRpb24vdjEvbm90aWZpY2F0aW9uLnByb3RvEhVmZWVkcy5ub3RpZmljYXRpb24udjEiLAoJQWN0b3JVc2VyEgoKAmlkGAEgASgJEhMKC2N1c3RvbV9qc29uGAIgASgJIt8CCgxOb3RpZmljYXRpb24SCgoCaWQYASABKAkSDAoEdmVyYhgCIAEoCRINCgVhY3RvchgDIAEoCRIOCgZvYmplY3QYBCABKAkSGgoNcmVhY3Rpb25fa2luZBgFIAEoCUgAiAEBEhgKC2FjdGl2aXR5X2lkGAYgASgJSAGIAQESLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2Vlbl9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHcmVhZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoKYWN0b3JfdXNlchgKIAEoCzIgLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5BY3RvclVzZXJCEAoOX3JlYWN0aW9uX2tpbmRCDgoMX2FjdGl2aXR5X2lkIlUKGExpc3ROb3RpZmljYXRpb25zUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg0KBW93bmVyGAIgASgJIoUBChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjoKDW5vdGlmaWNhdGlvbnMYASADKAsyIy5mZWVkcy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uEgwKBG5leHQYAiABKAkSDgoGdW5zZWVuGAMgASgDEg4KBnVucmVhZBgEIAEoAyIpCg1NYXJrU2VsZWN0aW9uEgsKA2FsbBgBIAEoCBILCgNpZHMYAiADKAkikQEKGE1hcmtOb3RpZmljYXRpb25zUmVxdWVzdBIyCgRzZWVuGAEgASgLMiQuZmVlZHMubm90aWZpY2F0aW9uLnYxLk1hcmtTZWxlY3Rpb24SMgoEcmVhZBgCIAEoCzIkLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5NYXJrU2VsZWN0aW9uEg0KBW93bmVyGAMgASgJIjsKGU1hcmtOb3RpZmljYXRpb25zUmVzcG9uc2USDgoGdW5zZWVuGAEgASgDEg4KBnVucmVhZBgCIAEoAyItChxHZXROb3RpZmljYXRpb25TaWduYWxSZXF1ZXN0Eg0KBW93bmVyGAEgASgJIlAKHUdldE5vdGlmaWNhdGlvblNpZ25hbFJlc3BvbnNlEg4KBnVuc2VlbhgBIAEoAxIOCgZ1bnJlYWQYAiABKAMSDwoHdmVyc2lvbhgDIAEoAzKKAwoTTm90aWZpY2F0aW9uU2VydmljZRJ2ChFMaXN0Tm90aWZpY2F0aW9ucxIvLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5MaXN0Tm90aWZpY2F0aW9uc1JlcXVlc3QaMC5mZWVkcy5ub3RpZmljYXRpb24udjEuTGlzdE5vdGlmaWNhdGlvbnNSZXNwb25zZRJ2ChFNYXJrTm90aWZpY2F0aW9ucxIvLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5NYXJrTm90aWZpY2F0aW9uc1JlcXVlc3QaMC5mZWVkcy5ub3RpZmljYXRpb24udjEuTWFya05vdGlmaWNhdGlvbnNSZXNwb25zZRKCAQoVR2V0Tm90aWZpY2F0aW9uU2lnbmFsEjMuZmVlZHMubm90aWZpY2F0aW9uLnYxLkdldE5vdGlmaWNhdGlvblNpZ25hbFJlcXVlc3QaNC5mZWVkcy5ub3RpZmljYXRpb24udjEuR2V0Tm90aWZpY2F0aW9uU2lnbmFsUmVzcG9uc2ViBnByb3RvMw", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("CihmZWVkcy9ub3RpZmljYXRpb24vdjEvbm90aWZpY2F0aW9uLnByb3RvEhVmZWVkcy5ub3RpZmljYXRpb24udjEiLAoJQWN0b3JVc2VyEgoKAmlkGAEgASgJEhMKC2N1c3RvbV9qc29uGAIgASgJIt8CCgxOb3RpZmljYXRpb24SCgoCaWQYASABKAkSDAoEdmVyYhgCIAEoCRINCgVhY3RvchgDIAEoCRIOCgZvYmplY3QYBCABKAkSGgoNcmVhY3Rpb25fa2luZBgFIAEoCUgAiAEBEhgKC2FjdGl2aXR5X2lkGAYgASgJSAGIAQESLgoKY3JlYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2Vlbl9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHcmVhZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASNAoKYWN0b3JfdXNlchgKIAEoCzIgLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5BY3RvclVzZXJCEAoOX3JlYWN0aW9uX2tpbmRCDgoMX2FjdGl2aXR5X2lkIlUKGExpc3ROb3RpZmljYXRpb25zUmVxdWVzdBIqCgRwYWdlGAEgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg0KBW93bmVyGAIgASgJIoUBChlMaXN0Tm90aWZpY2F0aW9uc1Jlc3BvbnNlEjoKDW5vdGlmaWNhdGlvbnMYASADKAsyIy5mZWVkcy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uEgwKBG5leHQYAiABKAkSDgoGdW5zZWVuGAMgASgDEg4KBnVucmVhZBgEIAEoAyIpCg1NYXJrU2VsZWN0aW9uEgsKA2FsbBgBIAEoCBILCgNpZHMYAiADKAkikQEKGE1hcmtOb3RpZmljYXRpb25zUmVxdWVzdBIyCgRzZWVuGAEgASgLMiQuZmVlZHMubm90aWZpY2F0aW9uLnYxLk1hcmtTZWxlY3Rpb24SMgoEcmVhZBgCIAEoCzIkLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5NYXJrU2VsZWN0aW9uEg0KBW93bmVyGAMgASgJIjsKGU1hcmtOb3RpZmljYXRpb25zUmVzcG9uc2USDgoGdW5zZWVuGAEgASgDEg4KBnVucmVhZBgCIAEoAyItChxHZXROb3RpZmljYXRpb25TaWduYWxSZXF1ZXN0Eg0KBW93bmVyGAEgASgJIlAKHUdldE5vdGlmaWNhdGlvblNpZ25hbFJlc3BvbnNlEg4KBnVuc2VlbhgBIAEoAxIOCgZ1bnJlYWQYAiABKAMSDwoHdmVyc2lvbhgDIAEoAyLoAwoRTm90aWZpY2F0aW9uR3JvdXASEQoJZ3JvdXBfa2V5GAEgASgJEgwKBHZlcmIYAiABKAkSGgoNcmVhY3Rpb25fa2luZBgDIAEoCUgAiAEBEg4KBm9iamVjdBgEIAEoCRIYCgthY3Rpdml0eV9pZBgFIAEoCUgBiAEBEhYKDmFjdGl2aXR5X2NvdW50GAYgASgDEhMKC2FjdG9yX2NvdW50GAcgASgDEjAKBmFjdG9ycxgIIAMoCzIgLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5BY3RvclVzZXISMwoGbGF0ZXN0GAkgAygLMiMuZmVlZHMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvbhIsCghmaXJzdF9hdBgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHc2Vlbl9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKwoHcmVhZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCEAoOX3JlYWN0aW9uX2tpbmRCDgoMX2FjdGl2aXR5X2lkIloKHUxpc3ROb3RpZmljYXRpb25Hcm91cHNSZXF1ZXN0EioKBHBhZ2UYASABKAsyHC5mZWVkcy5jb21tb24udjEuUGFnZVJlcXVlc3QSDQoFb3duZXIYAiABKAkiiAEKHkxpc3ROb3RpZmljYXRpb25Hcm91cHNSZXNwb25zZRI4CgZncm91cHMYASADKAsyKC5mZWVkcy5ub3RpZmljYXRpb24udjEuTm90aWZpY2F0aW9uR3JvdXASDAoEbmV4dBgCIAEoCRIOCgZ1bnNlZW4YAyABKAMSDgoGdW5yZWFkGAQgASgDInMKI0xpc3ROb3RpZmljYXRpb25Hcm91cE1lbWJlcnNSZXF1ZXN0EhEKCWdyb3VwX2tleRgBIAEoCRIqCgRwYWdlGAIgASgLMhwuZmVlZHMuY29tbW9uLnYxLlBhZ2VSZXF1ZXN0Eg0KBW93bmVyGAMgASgJInAKJExpc3ROb3RpZmljYXRpb25Hcm91cE1lbWJlcnNSZXNwb25zZRI6Cg1ub3RpZmljYXRpb25zGAEgAygLMiMuZmVlZHMubm90aWZpY2F0aW9uLnYxLk5vdGlmaWNhdGlvbhIMCgRuZXh0GAIgASgJIjEKDkdyb3VwU2VsZWN0aW9uEgsKA2FsbBgBIAEoCBISCgpncm91cF9rZXlzGAIgAygJIpgBCh1NYXJrTm90aWZpY2F0aW9uR3JvdXBzUmVxdWVzdBIzCgRzZWVuGAEgASgLMiUuZmVlZHMubm90aWZpY2F0aW9uLnYxLkdyb3VwU2VsZWN0aW9uEjMKBHJlYWQYAiABKAsyJS5mZWVkcy5ub3RpZmljYXRpb24udjEuR3JvdXBTZWxlY3Rpb24SDQoFb3duZXIYAyABKAkiQAoeTWFya05vdGlmaWNhdGlvbkdyb3Vwc1Jlc3BvbnNlEg4KBnVuc2VlbhgBIAEoAxIOCgZ1bnJlYWQYAiABKAMytAYKE05vdGlmaWNhdGlvblNlcnZpY2USdgoRTGlzdE5vdGlmaWNhdGlvbnMSLy5mZWVkcy5ub3RpZmljYXRpb24udjEuTGlzdE5vdGlmaWNhdGlvbnNSZXF1ZXN0GjAuZmVlZHMubm90aWZpY2F0aW9uLnYxLkxpc3ROb3RpZmljYXRpb25zUmVzcG9uc2USdgoRTWFya05vdGlmaWNhdGlvbnMSLy5mZWVkcy5ub3RpZmljYXRpb24udjEuTWFya05vdGlmaWNhdGlvbnNSZXF1ZXN0GjAuZmVlZHMubm90aWZpY2F0aW9uLnYxLk1hcmtOb3RpZmljYXRpb25zUmVzcG9uc2USggEKFUdldE5vdGlmaWNhdGlvblNpZ25hbBIzLmZlZWRzLm5vdGlmaWNhdGlvbi52MS5HZXROb3RpZmljYXRpb25TaWduYWxSZXF1ZXN0GjQuZmVlZHMubm90aWZpY2F0aW9uLnYxLkdldE5vdGlmaWNhdGlvblNpZ25hbFJlc3BvbnNlEoUBChZMaXN0Tm90aWZpY2F0aW9uR3JvdXBzEjQuZmVlZHMubm90aWZpY2F0aW9uLnYxLkxpc3ROb3RpZmljYXRpb25Hcm91cHNSZXF1ZXN0GjUuZmVlZHMubm90aWZpY2F0aW9uLnYxLkxpc3ROb3RpZmljYXRpb25Hcm91cHNSZXNwb25zZRKXAQocTGlzdE5vdGlmaWNhdGlvbkdyb3VwTWVtYmVycxI6LmZlZWRzLm5vdGlmaWNhdGlvbi52MS5MaXN0Tm90aWZpY2F0aW9uR3JvdXBNZW1iZXJzUmVxdWVzdBo7LmZlZWRzLm5vdGlmaWNhdGlvbi52MS5MaXN0Tm90aWZpY2F0aW9uR3JvdXBNZW1iZXJzUmVzcG9uc2UShQEKFk1hcmtOb3RpZmljYXRpb25Hcm91cHMSNC5mZWVkcy5ub3RpZmljYXRpb24udjEuTWFya05vdGlmaWNhdGlvbkdyb3Vwc1JlcXVlc3QaNS5mZWVkcy5ub3RpZmljYXRpb24udjEuTWFya05vdGlmaWNhdGlvbkdyb3Vwc1Jlc3BvbnNlYgZwcm90bzM", [file_feeds_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * `actor_user` of a notification: the user record of a `user:<id>` actor.
@@ -291,6 +291,283 @@ export const GetNotificationSignalResponseSchema: GenMessage<GetNotificationSign
   messageDesc(file_feeds_notification_v1_notification, 8);
 
 /**
+ * A notification group: follows of one feed, reactions of one kind on one activity, comments on
+ * one activity, or replies to one comment, collected for 24 hours from its first member.
+ *
+ * @generated from message feeds.notification.v1.NotificationGroup
+ */
+export type NotificationGroup = Message<"feeds.notification.v1.NotificationGroup"> & {
+  /**
+   * 32 hex characters.
+   *
+   * @generated from field: string group_key = 1;
+   */
+  groupKey: string;
+
+  /**
+   * `follow`, `react` or `comment` (replies are comments too).
+   *
+   * @generated from field: string verb = 2;
+   */
+  verb: string;
+
+  /**
+   * @generated from field: optional string reaction_kind = 3;
+   */
+  reactionKind?: string;
+
+  /**
+   * follow: the followed feed; react and comment: the activity id; a reply group: the parent comment id.
+   *
+   * @generated from field: string object = 4;
+   */
+  object: string;
+
+  /**
+   * comment and reply groups: the activity; unset for follow and react.
+   *
+   * @generated from field: optional string activity_id = 5;
+   */
+  activityId?: string;
+
+  /**
+   * @generated from field: int64 activity_count = 6;
+   */
+  activityCount: bigint;
+
+  /**
+   * @generated from field: int64 actor_count = 7;
+   */
+  actorCount: bigint;
+
+  /**
+   * Up to 5 distinct actors, most recent first.
+   *
+   * @generated from field: repeated feeds.notification.v1.ActorUser actors = 8;
+   */
+  actors: ActorUser[];
+
+  /**
+   * Up to 5 members, newest first.
+   *
+   * @generated from field: repeated feeds.notification.v1.Notification latest = 9;
+   */
+  latest: Notification[];
+
+  /**
+   * @generated from field: google.protobuf.Timestamp first_at = 10;
+   */
+  firstAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp updated_at = 11;
+   */
+  updatedAt?: Timestamp;
+
+  /**
+   * Unset while a member is unseen (unread).
+   *
+   * @generated from field: google.protobuf.Timestamp seen_at = 12;
+   */
+  seenAt?: Timestamp;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp read_at = 13;
+   */
+  readAt?: Timestamp;
+};
+
+/**
+ * Describes the message feeds.notification.v1.NotificationGroup.
+ * Use `create(NotificationGroupSchema)` to create a new message.
+ */
+export const NotificationGroupSchema: GenMessage<NotificationGroup> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 9);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationGroupsRequest
+ */
+export type ListNotificationGroupsRequest = Message<"feeds.notification.v1.ListNotificationGroupsRequest"> & {
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 1;
+   */
+  page?: PageRequest;
+
+  /**
+   * @generated from field: string owner = 2;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationGroupsRequest.
+ * Use `create(ListNotificationGroupsRequestSchema)` to create a new message.
+ */
+export const ListNotificationGroupsRequestSchema: GenMessage<ListNotificationGroupsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 10);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationGroupsResponse
+ */
+export type ListNotificationGroupsResponse = Message<"feeds.notification.v1.ListNotificationGroupsResponse"> & {
+  /**
+   * @generated from field: repeated feeds.notification.v1.NotificationGroup groups = 1;
+   */
+  groups: NotificationGroup[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+
+  /**
+   * Groups with an unseen (unread) member.
+   *
+   * @generated from field: int64 unseen = 3;
+   */
+  unseen: bigint;
+
+  /**
+   * @generated from field: int64 unread = 4;
+   */
+  unread: bigint;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationGroupsResponse.
+ * Use `create(ListNotificationGroupsResponseSchema)` to create a new message.
+ */
+export const ListNotificationGroupsResponseSchema: GenMessage<ListNotificationGroupsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 11);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationGroupMembersRequest
+ */
+export type ListNotificationGroupMembersRequest = Message<"feeds.notification.v1.ListNotificationGroupMembersRequest"> & {
+  /**
+   * @generated from field: string group_key = 1;
+   */
+  groupKey: string;
+
+  /**
+   * @generated from field: feeds.common.v1.PageRequest page = 2;
+   */
+  page?: PageRequest;
+
+  /**
+   * @generated from field: string owner = 3;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationGroupMembersRequest.
+ * Use `create(ListNotificationGroupMembersRequestSchema)` to create a new message.
+ */
+export const ListNotificationGroupMembersRequestSchema: GenMessage<ListNotificationGroupMembersRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 12);
+
+/**
+ * @generated from message feeds.notification.v1.ListNotificationGroupMembersResponse
+ */
+export type ListNotificationGroupMembersResponse = Message<"feeds.notification.v1.ListNotificationGroupMembersResponse"> & {
+  /**
+   * @generated from field: repeated feeds.notification.v1.Notification notifications = 1;
+   */
+  notifications: Notification[];
+
+  /**
+   * @generated from field: string next = 2;
+   */
+  next: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.ListNotificationGroupMembersResponse.
+ * Use `create(ListNotificationGroupMembersResponseSchema)` to create a new message.
+ */
+export const ListNotificationGroupMembersResponseSchema: GenMessage<ListNotificationGroupMembersResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 13);
+
+/**
+ * Which groups a mark applies to: all of the owner's, or these keys (others' and unknown keys
+ * are ignored). Unset in the request: that mark is not made.
+ *
+ * @generated from message feeds.notification.v1.GroupSelection
+ */
+export type GroupSelection = Message<"feeds.notification.v1.GroupSelection"> & {
+  /**
+   * @generated from field: bool all = 1;
+   */
+  all: boolean;
+
+  /**
+   * group keys, at most 100.
+   *
+   * @generated from field: repeated string group_keys = 2;
+   */
+  groupKeys: string[];
+};
+
+/**
+ * Describes the message feeds.notification.v1.GroupSelection.
+ * Use `create(GroupSelectionSchema)` to create a new message.
+ */
+export const GroupSelectionSchema: GenMessage<GroupSelection> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 14);
+
+/**
+ * @generated from message feeds.notification.v1.MarkNotificationGroupsRequest
+ */
+export type MarkNotificationGroupsRequest = Message<"feeds.notification.v1.MarkNotificationGroupsRequest"> & {
+  /**
+   * @generated from field: feeds.notification.v1.GroupSelection seen = 1;
+   */
+  seen?: GroupSelection;
+
+  /**
+   * @generated from field: feeds.notification.v1.GroupSelection read = 2;
+   */
+  read?: GroupSelection;
+
+  /**
+   * @generated from field: string owner = 3;
+   */
+  owner: string;
+};
+
+/**
+ * Describes the message feeds.notification.v1.MarkNotificationGroupsRequest.
+ * Use `create(MarkNotificationGroupsRequestSchema)` to create a new message.
+ */
+export const MarkNotificationGroupsRequestSchema: GenMessage<MarkNotificationGroupsRequest> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 15);
+
+/**
+ * @generated from message feeds.notification.v1.MarkNotificationGroupsResponse
+ */
+export type MarkNotificationGroupsResponse = Message<"feeds.notification.v1.MarkNotificationGroupsResponse"> & {
+  /**
+   * Groups with an unseen (unread) member, after the mark.
+   *
+   * @generated from field: int64 unseen = 1;
+   */
+  unseen: bigint;
+
+  /**
+   * @generated from field: int64 unread = 2;
+   */
+  unread: bigint;
+};
+
+/**
+ * Describes the message feeds.notification.v1.MarkNotificationGroupsResponse.
+ * Use `create(MarkNotificationGroupsResponseSchema)` to create a new message.
+ */
+export const MarkNotificationGroupsResponseSchema: GenMessage<MarkNotificationGroupsResponse> = /*@__PURE__*/
+  messageDesc(file_feeds_notification_v1_notification, 16);
+
+/**
  * Notification feeds: one per end-user of a tenant, filled by the notify worker from the events
  * of follows, reactions, comments and replies (never for one's own act).
  *
@@ -329,6 +606,36 @@ export const NotificationService: GenService<{
     methodKind: "unary";
     input: typeof GetNotificationSignalRequestSchema;
     output: typeof GetNotificationSignalResponseSchema;
+  },
+  /**
+   * The owner's notification groups, newest update first, with the counts of unseen and unread groups.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.ListNotificationGroups
+   */
+  listNotificationGroups: {
+    methodKind: "unary";
+    input: typeof ListNotificationGroupsRequestSchema;
+    output: typeof ListNotificationGroupsResponseSchema;
+  },
+  /**
+   * Every notification of one of the owner's groups, newest first.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.ListNotificationGroupMembers
+   */
+  listNotificationGroupMembers: {
+    methodKind: "unary";
+    input: typeof ListNotificationGroupMembersRequestSchema;
+    output: typeof ListNotificationGroupMembersResponseSchema;
+  },
+  /**
+   * Marks groups seen and/or read (their members; read implies seen); answers the groups' fresh counts.
+   *
+   * @generated from rpc feeds.notification.v1.NotificationService.MarkNotificationGroups
+   */
+  markNotificationGroups: {
+    methodKind: "unary";
+    input: typeof MarkNotificationGroupsRequestSchema;
+    output: typeof MarkNotificationGroupsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_feeds_notification_v1_notification, 0);

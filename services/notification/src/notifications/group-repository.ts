@@ -1,0 +1,180 @@
+import type { Collection, Db, Filter } from "mongodb";
+import { APPLIED_FIELD, isDuplicateKey, type OutboxTarget } from "@feeds/kit";
+import { GROUP_WINDOW_MS, groupBaseOf, groupKeyOf, headIdOf, type GroupBase } from "./group-keys.js";
+import type { NotificationDoc } from "./notification-repository.js";
+
+// Notification groups in three collections, each moved by single-document atomic updates:
+//
+// - heads (`tenant/owner/hash(base)`): which group of a base collects now (`seq`) and since when
+//   (`opened_at`, the first member's act time). A member after the window advances `seq` with an
+//   update conditioned on the seq it read (or inserts the head uniquely): of racing openers
+//   exactly one wins, the others read again and join the group it opened.
+// - groups (`_id` the group key): counts moved by `$inc` once per member notification: the
+//   notification's pending change (kit's outbox) names the group as a target, and the update is
+//   conditioned on the change id not being in `applied` and pushes it there, so a redelivered
+//   event or the relay's replay counts nothing twice.
+// - actors (`group_key/actor`): one per distinct actor of a group, upserted uniquely; it keeps the
+//   change that created it (`by`), so a replay of that change knows the actor was its own.
+
+export const GROUPS = "notification_groups";
+const HEADS = "notification_group_heads";
+const ACTORS = "notification_group_actors";
+
+export interface GroupDoc extends Omit<GroupBase, "base"> {
+  _id: string;
+  tenant_id: string;
+  owner: string;
+  activity_count: number;
+  actor_count: number;
+  first_at: Date;
+  /** The newest member's act time: the page order. */
+  updated_at: Date;
+  /** The last mark that set a member seen (read): shown once no member is unseen (unread). */
+  seen_at?: Date;
+  read_at?: Date;
+  applied?: string[];
+}
+
+interface HeadDoc {
+  _id: string;
+  tenant_id: string;
+  seq: number;
+  opened_at: Date;
+}
+
+interface ActorDoc {
+  _id: string;
+  tenant_id: string;
+  group_key: string;
+  actor: string;
+  last_at: Date;
+  /** The change (member notification) that found this actor new to the group. */
+  by: string;
+}
+
+/** Where a page of groups resumes: the last group's sort keys. */
+export interface GroupCursor {
+  updated_at: Date;
+  key: string;
+}
+
+export const groupTarget = (groupKey: string): OutboxTarget => ({ collection: GROUPS, id: groupKey });
+
+export function createGroupRepository(db: Db) {
+  const heads: Collection<HeadDoc> = db.collection<HeadDoc>(HEADS);
+  const groups: Collection<GroupDoc> = db.collection<GroupDoc>(GROUPS);
+  const actors: Collection<ActorDoc> = db.collection<ActorDoc>(ACTORS);
+
+  /** The upsert of `_id`, once more if a racing insert of the same key won (it then updates). */
+  async function upsertOnce<T>(run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (e) {
+      if (!isDuplicateKey(e)) throw e;
+      return run();
+    }
+  }
+
+  return {
+    async ensureIndexes(): Promise<void> {
+      await groups.createIndex({ tenant_id: 1, owner: 1, updated_at: -1, _id: -1 });
+      await actors.createIndex({ tenant_id: 1, group_key: 1, last_at: -1 });
+    },
+
+    /** The key of the group `n` joins: the base's collecting group, or the next one when its window is over. */
+    async assign(n: Pick<NotificationDoc, "tenant_id" | "owner" | "created_at" | "verb" | "object" | "reaction_kind" | "activity_id" | "parent_id">): Promise<string> {
+      const { base } = groupBaseOf(n);
+      const _id = headIdOf(n.tenant_id, n.owner, base);
+      const at = n.created_at;
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const head = await heads.findOne({ _id, tenant_id: n.tenant_id });
+        // A late member (acted before the window opened) joins the collecting group too.
+        if (head && at.getTime() < head.opened_at.getTime() + GROUP_WINDOW_MS) return groupKeyOf(n.tenant_id, n.owner, base, head.seq);
+        if (!head) {
+          try {
+            await heads.insertOne({ _id, tenant_id: n.tenant_id, seq: 1, opened_at: at });
+            return groupKeyOf(n.tenant_id, n.owner, base, 1);
+          } catch (e) {
+            if (!isDuplicateKey(e)) throw e;
+            continue; // another member opened it: read again
+          }
+        }
+        const seq = head.seq + 1;
+        const moved = await heads.updateOne({ _id, tenant_id: n.tenant_id, seq: head.seq }, { $set: { seq, opened_at: at } });
+        if (moved.modifiedCount === 1) return groupKeyOf(n.tenant_id, n.owner, base, seq);
+      }
+      throw new Error(`notification group head ${_id}: too many racing openers`);
+    },
+
+    /**
+     * Counts member `n` (its pending change `changeId`) in its group once: +1 activity, +1 actor
+     * when the actor is new to the group; the group moves to the member's time. Answers the group
+     * as it is after.
+     */
+    async addMember(n: NotificationDoc & { group_key: string }, changeId: string): Promise<GroupDoc | null> {
+      const { base: _base, ...shown } = groupBaseOf(n);
+      const _id = `${n.group_key}/${n.actor}`;
+      const upserted = await upsertOnce(() =>
+        actors.updateOne(
+          { _id, tenant_id: n.tenant_id },
+          { $max: { last_at: n.created_at }, $setOnInsert: { group_key: n.group_key, actor: n.actor, by: changeId } },
+          { upsert: true },
+        ),
+      );
+      // Inserted now, or by this very change before (a replay): the actor is new to the group.
+      const actor = upserted.upsertedCount === 1 ? { by: changeId } : await actors.findOne({ _id, tenant_id: n.tenant_id }, { projection: { by: 1 } });
+      const newActor = actor?.by === changeId ? 1 : 0;
+      try {
+        await upsertOnce(() =>
+          groups.updateOne(
+            { _id: n.group_key, tenant_id: n.tenant_id, [APPLIED_FIELD]: { $ne: changeId } },
+            {
+              $inc: { activity_count: 1, actor_count: newActor },
+              $max: { updated_at: n.created_at },
+              $min: { first_at: n.created_at },
+              $setOnInsert: { owner: n.owner, ...shown },
+              $push: { [APPLIED_FIELD]: changeId },
+            },
+            { upsert: true },
+          ),
+        );
+      } catch (e) {
+        // The group exists and holds this change already: the upsert's insert collided.
+        if (!isDuplicateKey(e)) throw e;
+      }
+      return groups.findOne({ _id: n.group_key, tenant_id: n.tenant_id });
+    },
+
+    /** Keyset page of the owner's groups, newest update first: `limit + 1` rows. */
+    page(tenantId: string, owner: string, limit: number, after: GroupCursor | null): Promise<GroupDoc[]> {
+      const base: Filter<GroupDoc> = { tenant_id: tenantId, owner };
+      const filter: Filter<GroupDoc> = after
+        ? { ...base, $or: [{ updated_at: { $lt: after.updated_at } }, { updated_at: after.updated_at, _id: { $lt: after.key } }] }
+        : base;
+      return groups.find(filter).sort({ updated_at: -1, _id: -1 }).limit(limit + 1).toArray();
+    },
+
+    /** One of the owner's groups, or null. */
+    get: (tenantId: string, owner: string, key: string) => groups.findOne({ _id: key, tenant_id: tenantId, owner }),
+
+    /** The `limit` most recent actors of groups `keys` together, most recent first. */
+    async actorsOf(tenantId: string, keys: string[], limit: number): Promise<{ group_key: string; actor: string }[]> {
+      const found = await actors.find({ tenant_id: tenantId, group_key: { $in: keys } }).sort({ last_at: -1, _id: -1 }).limit(limit).toArray();
+      return found.map((a) => ({ group_key: a.group_key, actor: a.actor }));
+    },
+
+    /** Up to `n` distinct actors of a group, most recent first. */
+    async actors(tenantId: string, key: string, n: number): Promise<string[]> {
+      const found = await actors.find({ tenant_id: tenantId, group_key: key }).sort({ last_at: -1, _id: -1 }).limit(n).toArray();
+      return found.map((a) => a.actor);
+    },
+
+    /** Records that a mark at `at` set members of `keys` seen (read). */
+    async stampMarked(tenantId: string, owner: string, field: "seen_at" | "read_at", keys: string[], at: Date): Promise<void> {
+      if (keys.length === 0) return;
+      await groups.updateMany({ _id: { $in: keys }, tenant_id: tenantId, owner }, { $max: { [field]: at } });
+    },
+  };
+}
+
+export type GroupRepository = ReturnType<typeof createGroupRepository>;

@@ -34,7 +34,7 @@ export default defineConfig({
           // The smoke subset, against the system split into one process per service.
           name: "e2e-split",
           // Plus what only the split shows: workers in processes of their own.
-          include: ["test/e2e/{conventions,auth,users,feeds,graph,metrics-processes}.test.ts", "test/split/**/*.test.ts"],
+          include: ["test/e2e/{conventions,auth,users,feeds,graph,metrics-processes,stream}.test.ts", "test/split/**/*.test.ts"],
           globalSetup: ["test/support/global-setup-split.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,

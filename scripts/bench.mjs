@@ -8,7 +8,8 @@
 //                        their counts, 10 notification page, 11 webhook deliveries, 12 warm
 //                        first page as a user with reactions and promoted records, 13 mixed
 //                        open-loop load and overload with RSS)
-//                        14 follows with their counts
+//                        14 follows with their counts, 15 the live stream: delivery latency
+//                        under write load, 1,000 idle streams' RSS
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
 //                        (bench 1, benches 6 and 8 over their measured rounds, 9 and 12 over their load)
@@ -709,6 +710,22 @@ if (want(13)) {
 }
 
 // 14 (issue 19): follows with their counts vs a bare route doing the edge insert and two $incs.
+if (want(15)) {
+  const b = "15 stream";
+  await before("15");
+  try {
+    log("bench 15: live stream delivery latency under write load; 1,000 idle streams on one gateway");
+    const r = await (await import(pathToFileURL(join(root, "test", "bench", "stream.mjs")).href)).runStream({ infra, log });
+    raw.stream = r;
+    const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} / max ${fmt(x.max)} ms over ${x.n} of ${r.posts} posts`;
+    row({ bench: b, figure: `origin feed: 201 → activity.added (${ms(r.origin)}; ${fmt(r.loadPostsPerSecond)} load posts/s)`, value: r.origin.p99, unit: "ms p99", target: "≤ 500 ms", status: status(r.origin.n === r.posts && r.origin.p99 <= 500) });
+    row({ bench: b, figure: `follower feed: 201 → activity.added after fan-out (${ms(r.follower)})`, value: r.follower.p99, unit: "ms p99", target: "≤ 2000 ms", status: status(r.follower.n === r.posts && r.follower.p99 <= 2000) });
+    row({ bench: b, figure: `${r.idle.streams} idle streams on one gateway process: RSS ${fmt(r.idle.rssBeforeMB)} → ${fmt(r.idle.rssAfterMB)} MB`, value: r.idle.kbPerStream, unit: "KB/stream" });
+  } catch (e) {
+    errorRow(b, e);
+  }
+}
+
 if (want(14)) {
   const b = "14 follows";
   const path = join(root, "test", "bench", "follows.mjs");

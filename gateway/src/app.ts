@@ -24,6 +24,10 @@ import { notificationRoutes } from "./routes/notifications.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { engagementRoutes } from "./routes/engagement.js";
 import { originRoutes } from "./routes/origins.js";
+import { streamRoutes } from "./routes/stream.js";
+import { createLiveHub } from "./stream/hub.js";
+import { createStreamSlots } from "./stream/slots.js";
+import { createTickets } from "./stream/tickets.js";
 import { installConsole } from "./console.js";
 
 export interface GatewayDeps {
@@ -80,6 +84,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   webhookRoutes(routes, { webhooks });
   engagementRoutes(routes, { engagement });
   originRoutes(routes, { tenancy });
+  const hub = createLiveHub({
+    nats: deps.nats,
+    users,
+    log,
+    settings: { windowMs: config.STREAM_REPLAY_WINDOW_MS, eventsPerFeed: config.STREAM_REPLAY_EVENTS_PER_FEED },
+  });
+  await hub.start();
+  app.addHook("onClose", async () => hub.stop());
+  streamRoutes(app, routes, { hub, tickets: createTickets(deps.redis), slots: createStreamSlots(deps.redis), nats: deps.nats, log, config });
 
   // One handler per route of the table: a route left out stops the boot here.
   routes.assertServes(operations);

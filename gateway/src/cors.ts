@@ -92,6 +92,19 @@ export const noteCorsTenant = (req: FastifyRequest, tenant: Tenant): void => {
   tenantOfRequest.set(req, tenant);
 };
 
+/**
+ * The CORS headers of an answer written outside Fastify's reply (the stream hijacks its reply,
+ * so onSend does not run): the rule of onSend for a request that authenticated as `tenant`.
+ */
+export function corsHeadersOf(origin: string | undefined, tenant: Tenant): Record<string, string> {
+  const h: Record<string, string> = { vary: "Origin" };
+  if (origin && tenant.allowedOrigins.includes(origin)) {
+    h["access-control-allow-origin"] = origin;
+    h["access-control-expose-headers"] = exposeHeaders;
+  }
+  return h;
+}
+
 function varyOrigin(reply: FastifyReply): void {
   const vary = reply.getHeader("vary");
   const list = typeof vary === "string" ? vary : Array.isArray(vary) ? vary.join(", ") : "";

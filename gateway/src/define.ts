@@ -38,9 +38,16 @@ export interface RouteHandler<R extends RouteDef> {
   weight?: number | ((raw: { body: unknown; query: unknown }) => number);
   /**
    * `exempt`: never admitted through the overload guard (health and readiness, which a busy
-   * process must still answer; long-lived streams, which are not requests in flight).
+   * process must still answer). `stream`: a long-lived stream, shed as it arrives while the
+   * process is saturated but never counted as a request in flight.
    */
-  admission?: "exempt";
+  admission?: "exempt" | "stream";
+  /**
+   * A credential in place of the Authorization header (the stream's `?ticket=`): the Authorization
+   * value to authenticate with, or undefined to use the header. Runs before the input is parsed:
+   * it reads the raw query defensively.
+   */
+  credential?: (req: FastifyRequest) => Promise<string | undefined>;
   /** Answers with the route's success status (successStatus) unless it sets another. */
   handler(ctx: RouteCtx<ParsedInput<R["params"]>, ParsedInput<R["query"]>, ParsedInput<R["body"]>>): Promise<unknown>;
 }
@@ -78,7 +85,7 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
 
   async function authorize(def: RouteDef, spec: RouteHandler<RouteDef>, req: FastifyRequest, reply: FastifyReply) {
     const rid = req.id;
-    const authz = req.headers.authorization;
+    const authz = (await spec.credential?.(req)) ?? req.headers.authorization;
     const onRate = (rate: RateState) => rateHeaders(reply, rate);
     const weight = typeof spec.weight === "function" ? spec.weight({ body: req.body, query: req.query }) : (spec.weight ?? 1);
     const tenantRequest = { windowName: spec.batch ? ("batch" as const) : ("normal" as const), weight, requestId: rid, address: req.ip, onRate };
@@ -161,7 +168,7 @@ export function createRouteTable(app: FastifyInstance, deps: RouteDeps) {
         const body = def.body ? parse(def.body, req.body) : (undefined as unknown);
         if (await deps.idempotency?.claim(req, reply, auth)) return reply;
         // Admitted only now: the body is read, the caller known and the input valid.
-        const release = s.admission === "exempt" ? null : await deps.overload.admit(route, tested);
+        const release = s.admission === undefined ? await deps.overload.admit(route, tested) : null;
         try {
           reply.code(status);
           const out = await s.handler({ req, reply, params, query, body, ...auth });

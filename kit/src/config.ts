@@ -179,6 +179,16 @@ export const configFields = z.object({
   // long-lived streams are not timed by these.
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   REQUEST_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1000).default(10_000),
+  // The live stream (docs/stream.md). Its replay window: events of the last STREAM_REPLAY_WINDOW_MS
+  // (milliseconds), at most STREAM_REPLAY_EVENTS_PER_FEED per feed (and per user's notifications);
+  // the gateways apply both to the NATS stream that keeps them.
+  STREAM_REPLAY_WINDOW_MS: z.coerce.number().int().min(60_000).default(24 * 3600_000),
+  STREAM_REPLAY_EVENTS_PER_FEED: z.coerce.number().int().min(1).default(10_000),
+  // Open streams per end user (server tokens: per tenant, STREAM_MAX_PER_SERVER); one more answers 429.
+  STREAM_MAX_PER_USER: z.coerce.number().int().min(1).default(5),
+  STREAM_MAX_PER_SERVER: z.coerce.number().int().min(1).default(100),
+  // Open streams one gateway process holds; one more answers 429.
+  STREAM_MAX_PER_PROCESS: z.coerce.number().int().min(1).default(10_000),
   // Each end user's own window, percent of its tenant's per-minute limit (checked first).
   USER_RATE_LIMIT_PERCENT: z.coerce.number().int().min(1).max(100).default(10),
   // Percent of a tenant's window that user tokens together may not take: server tokens always

@@ -33,6 +33,7 @@ export * from "./scraped-gauge.js";
 export * from "./worker-beats.js";
 export * from "./activity-json.js";
 export * from "./count-signal.js";
+export * from "./live.js";
 export * from "./tracing.js";
 export { otelConfigured } from "./otel-env.js";
 export * from "./notification-groups.js";

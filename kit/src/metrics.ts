@@ -54,6 +54,10 @@ export interface Metrics {
   webhookDeliveries: Counter<"outcome">;
   /** Cache lookups per key: head, activity, user, object and the other read caches. */
   cacheRequests: Counter<"cache" | "result">;
+  /** Live streams this gateway process holds open (docs/stream.md). */
+  streamsOpen: Gauge;
+  /** Live streams ended with a `reset`, by reason (cursor_too_old does not end one but is counted). */
+  streamResets: Counter<"reason">;
 }
 
 export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
@@ -100,6 +104,17 @@ export function createMetrics(opts: { topTenants?: number } = {}): Metrics {
       help: "RPC calls served by this process, by service, method and code (OK or the Connect code name)",
       labelNames: ["service", "method", "code"] as const,
       buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    streamsOpen: new Gauge({
+      name: "feeds_stream_open",
+      help: "Live streams (GET /v1/stream) this gateway process holds open",
+      registers,
+    }),
+    streamResets: new Counter({
+      name: "feeds_stream_resets_total",
+      help: "Live stream reset frames by reason: cursor_too_old, consumer_too_slow, server_draining",
+      labelNames: ["reason"] as const,
       registers,
     }),
     rateLimited: new Counter({

@@ -5,6 +5,7 @@ import type { JetStreamManager } from "nats";
 import { configFields, type Config } from "./config.js";
 import { createLogger, type Logger } from "./log.js";
 import { connectNats, ensureQueue, type Nats, type QueueName } from "./nats.js";
+import { ensureLiveStream } from "./live.js";
 import { connectRedis, type RedisClient, type RedisConn } from "./redis.js";
 
 // Test support (`@feeds/kit/testing`): a namespace of a test's own on the real MongoDB-wire
@@ -105,6 +106,8 @@ export function createTestEnv<P extends TestEnvParts>(prefix: string, parts: P):
     if (parts.nats) {
       const nats = (opened.nats = await connectNats(config, prefix));
       for (const q of typeof parts.nats === "object" ? parts.nats.queues : []) await ensureQueue(nats, q);
+      // Every producer of activities and notifications publishes live events (live.ts).
+      await ensureLiveStream(nats);
     }
   }
 

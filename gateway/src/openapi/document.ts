@@ -21,6 +21,7 @@ const tagDescriptions: Record<string, string> = {
   engagement: "Reactions, comments and replies.",
   moderation: "The tenant's comment blocklist.",
   notifications: "A user's notification feed.",
+  stream: "The live stream: activities of watched feeds and the caller's notifications as Server-Sent Events, resumable after any event (docs/stream.md).",
   objects: "Objects that activities refer to.",
   promoted: "Promoted activities.",
   users: "End users of a tenant.",
@@ -110,7 +111,7 @@ export function openApiDocument(table: Readonly<Record<string, RouteDef>>, optio
       if (tenantAuth.has(def.auth)) Object.assign(h, rateHeaders);
       if (write && Number(status) < 300) h["Idempotent-Replayed"] = ref("headers", "IdempotentReplayed");
       const answer: Json = { description: statusText[Number(status)] ?? "Success", headers: h };
-      if (schema) answer.content = { "application/json": { schema: answers.render(schema) } };
+      if (schema) answer.content = { [Number(status) < 300 ? (def.contentType ?? "application/json") : "application/json"]: { schema: answers.render(schema) } };
       responses[status] = answer;
     }
     for (const status of errorStatusesOf(def)) {

@@ -32,6 +32,8 @@ import type {
   User,
 } from "@feeds/contract";
 
+import { liveStream, type StreamEvent, type StreamOptions } from "./live-stream.js";
+
 const api = routeTable.feedApi;
 
 /** Paging options of an iterator: the page size, and where to start (default: the first page). */
@@ -66,6 +68,17 @@ function edgeParams(feed: FeedRef, target: FeedRef) {
 // ---------------------------------------------------------------------------------------------
 
 export abstract class FeedApiClient extends BaseClient {
+  /**
+   * The live stream of `feeds` (at most 20) and/or the caller's `notifications`, as an async
+   * iterator that resumes by itself: `for await (const e of client.stream({ feeds: ["timeline:1"] }))`.
+   * Every event arrives once, in order, across reconnects (a fresh ticket and the last event's id
+   * each time). A `reset` event (`cursor_too_old`) means events were missed: refetch over REST.
+   * `signal` ends it; so does `break`.
+   */
+  stream(options: StreamOptions): AsyncGenerator<StreamEvent, void, undefined> {
+    return liveStream(this.http, (body) => this.route(routeTable.stream.streamTicket, { body, call: { signal: options.signal } }), options);
+  }
+
   // Iterators over paged lists (each follows `next` until the last page)
 
   /** A feed's lists as async iterators: `for await (const a of client.feed("timeline:1").all())`. */

@@ -299,6 +299,20 @@ export class HttpClient {
     }
   }
 
+  /**
+   * A GET whose answer is read as it arrives (the live stream): no credentials, no timeout, no
+   * retry; the Response is the caller's to read or cancel.
+   */
+  async openStream(path: string, query: Query, signal?: AbortSignal): Promise<Response> {
+    const url = buildUrl(this.baseUrl, path, query);
+    try {
+      return await this.fetchImpl(url, { method: "GET", headers: { accept: "text/event-stream", ...this.defaultHeaders }, ...(signal ? { signal } : {}) });
+    } catch (cause) {
+      if (signal?.aborted) throw signal.reason as Error;
+      throw FeedsApiError.network(url, cause, "GET");
+    }
+  }
+
   /** One attempt, no retry; never throws for an HTTP answer (network failures still throw). */
   async raw<T = unknown>(spec: RequestSpec): Promise<RawResponse<T>> {
     return (await this.attempt(spec, false, {})) as RawResponse<T>;

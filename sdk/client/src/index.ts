@@ -15,5 +15,6 @@ export * from "./http.js";
 export { isRetrySafe } from "./retry-policy.js";
 export * from "./client-base.js";
 export * from "./feed-api-client.js";
+export type { StreamEvent, StreamEventType, StreamOptions } from "./live-stream.js";
 export * from "./user-client.js";
 export * from "./operator-client.js";

@@ -28,6 +28,7 @@ export * from "./schemas-objects.js";
 export * from "./schemas-promoted.js";
 export * from "./schemas-notifications.js";
 export * from "./schemas-webhooks.js";
+export * from "./schemas-stream.js";
 export * from "./schemas-engagement.js";
 export * from "./responses.js";
 export * from "./responses-feeds.js";

@@ -40,6 +40,8 @@ export interface RouteDef {
   readonly query?: z.ZodType;
   readonly body?: z.ZodType;
   readonly responses: ResponseSchemas;
+  /** The media type of the success answer (default application/json; the stream: text/event-stream). */
+  readonly contentType?: "text/event-stream";
 }
 
 /** Declares a route, keeping its literal types (the answer type comes from `responses`). */

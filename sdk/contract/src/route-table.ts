@@ -64,6 +64,10 @@ export const routeTable = {
   user: {
     me: { method: "GET", path: "/v1/me", auth: "user", statuses: [200] },
   },
+  stream: {
+    openStream: { method: "GET", path: "/v1/stream", auth: "tenant", statuses: [200] },
+    streamTicket: { method: "POST", path: "/v1/stream/tickets", auth: "tenant", statuses: [201] },
+  },
   operator: {
     login: { method: "POST", path: "/operator/login", auth: "none", statuses: [200] },
     acceptInvite: { method: "POST", path: "/operator/invite/accept", auth: "none", statuses: [200] },

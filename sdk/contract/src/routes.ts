@@ -15,6 +15,7 @@ import {
   notificationPageQuery,
   notificationSignalQuery,
 } from "./schemas-notifications.js";
+import { eventStreamSchema, streamQuery, streamTicketBody, streamTicketSchema } from "./schemas-stream.js";
 import { createWebhookBody, webhookIdParams, webhookPageQuery } from "./schemas-webhooks.js";
 import {
   actingUserQuery,
@@ -593,12 +594,36 @@ export const userRoutes = {
   }),
 };
 
+/** The live stream (docs/stream.md): the browser client's `stream()` is built on these. */
+export const streamRoutes = {
+  openStream: route({
+    method: "GET",
+    path: "/v1/stream",
+    auth: "tenant",
+    summary: "The live stream of up to 20 feeds and the caller's notifications as Server-Sent Events; resumes after Last-Event-ID (or last_event_id); Authorization or ?ticket=; 5 streams per user (429)",
+    tags: ["stream"],
+    query: streamQuery,
+    contentType: "text/event-stream",
+    responses: { 200: eventStreamSchema },
+  }),
+  streamTicket: route({
+    method: "POST",
+    path: "/v1/stream/tickets",
+    auth: "tenant",
+    summary: "A single-use ticket (60 s) that opens GET /v1/stream for this feed set without an Authorization header (EventSource)",
+    tags: ["stream"],
+    body: streamTicketBody,
+    responses: { 201: streamTicketSchema },
+  }),
+};
+
 /** Every route the SDK calls, by the clients that call it (health: every client). */
 export const routes = {
   health: healthRoutes,
   feedApi: feedApiRoutes,
   server: serverRoutes,
   user: userRoutes,
+  stream: streamRoutes,
   operator: operatorRoutes,
   admin: adminRoutes,
 };
@@ -607,4 +632,4 @@ export const routes = {
 export const routesById = byOperationId(routes);
 
 /** The same routes, typed one by one: `operations.follow` is the definition of `POST …/follows`. */
-export const operations = { ...healthRoutes, ...feedApiRoutes, ...serverRoutes, ...userRoutes, ...operatorRoutes, ...adminRoutes };
+export const operations = { ...healthRoutes, ...feedApiRoutes, ...serverRoutes, ...userRoutes, ...streamRoutes, ...operatorRoutes, ...adminRoutes };

@@ -30,12 +30,17 @@ const groupAuth: Record<Group, AuthKind[]> = {
   feedApi: ["tenant"],
   server: ["server"],
   user: ["user"],
+  // The live stream: its routes are called by the clients' stream() iterator, not by methods of their own.
+  stream: ["tenant"],
   operator: ["none", "operator", "member", "owner"],
   admin: ["staff"],
 };
-/** Methods that are not routes: raw access, tokens, the protected route callers, and the iterators over paged routes. */
+/**
+ * Methods that are not routes: raw access, tokens, the protected route callers, the iterators over
+ * paged routes, and the live stream's iterator (built on the stream group's two routes).
+ */
 const notRoutes = new Set(["constructor", "raw", "request", "call", "getToken", "setToken", "send", "route", "signalOf"]);
-const iterators = ["feed", "activity", "allReplies", "allNotifications", "allNotificationGroups", "allNotificationGroupMembers", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
+const iterators = ["stream", "feed", "activity", "allReplies", "allNotifications", "allNotificationGroups", "allNotificationGroupMembers", "allWebhooks", "allPromoted", "allTeam", "allUsers", "allActivities", "allWebhookEvents", "allTenants"];
 for (const name of iterators) notRoutes.add(name);
 /** Arguments a method cannot take as plain strings. */
 const argsOf: Record<string, unknown[]> = { getObjects: [["song:1", "album:2"]] };

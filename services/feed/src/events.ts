@@ -8,6 +8,10 @@ import { activityToProto } from "./routes.js";
 // the Activity as a server-token feed read shows it (actor_user resolved, no own_reactions);
 // activity.deleted adds `deleted_at`.
 
+/** The Activity of a live event (docs/stream.md): actor_user is resolved by the gateway at delivery, as a read does. */
+export const liveActivityJson = (doc: ActivityDoc, deleted = false): Record<string, unknown> =>
+  activityJson(activityToProto(doc), { actorUser: null, withDeletedAt: deleted }) as unknown as Record<string, unknown>;
+
 export type ActivityEventType = "activity.added" | "activity.updated" | "activity.deleted";
 
 export function createActivityEvents(deps: { peers: () => Pick<Clients, "users"> }) {

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import type { JsMsg } from "nats";
-import { createQueueWorker, publishEvents, publishOptions, scope, uuidFrom, type Clients, type Logger, type Nats, type OutboxMessage, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, liveActivityMessages, publishEvents, publishLive, publishOptions, scope, uuidFrom, type Clients, type Logger, type Nats, type OutboxMessage, type WorkerBeats } from "@feeds/kit";
 import type { ActivityDoc, ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
 import type { Signals } from "./signals.js";
 import type { Heads } from "./heads.js";
 import type { ActivityCache } from "./activity-cache.js";
-import type { ActivityEvents } from "./events.js";
+import { liveActivityJson, type ActivityEvents } from "./events.js";
 import type { FanoutLag } from "./fanout-lag.js";
 
 // Fan-out on write, in chunks: an activity task streams the origin feed's followers in one pass
@@ -137,13 +137,14 @@ export function createFanout(deps: FanoutDeps) {
 
   /**
    * After `doc`'s entries in `feeds` are written: their heads take it and their signals move (the
-   * signals someone reads: signals.ts). A batch import creates no head keys: the heads that exist
-   * take it.
+   * signals someone reads: signals.ts), then their live streams get activity.added. A batch
+   * import creates no head keys (the heads that exist take it) and no live events.
    */
   async function showIn(tenantId: string, feeds: string[], doc: ActivityDoc): Promise<void> {
     const entry = { id: doc._id, timeMs: doc.time.getTime() };
     await (doc.batch ? heads.addExisting(tenantId, feeds, entry) : heads.add(tenantId, feeds, entry));
     await signals.bump(tenantId, feeds);
+    if (!doc.batch) await publishLive(nats, liveActivityMessages(nats, tenantId, feeds, "activity.added", liveActivityJson(doc), doc._id));
   }
 
   /** Writes a chunk's entries; false when the activity is gone (nothing is left written). */

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createCountSignal, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createCountSignal, createOutbox, createWorkerBeats, ensureLiveStream, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
@@ -24,6 +24,7 @@ export async function createFeedModule(deps: {
   worker?: boolean;
 }): Promise<ServiceModule> {
   await ensureQueue(deps.nats, "fanout");
+  await ensureLiveStream(deps.nats);
   const consoleSignal = createCountSignal(deps.redis, "activities");
   const activities = withConsoleSignal(createActivityRepository(deps.db), consoleSignal);
   const entries = createEntryRepository(deps.db);

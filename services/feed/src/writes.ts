@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { conflict, eventMessages, isDuplicateKey, type CountSignal, type FeedEvent, type Finish, type Nats, type Outbox, type PendingChange } from "@feeds/kit";
+import { conflict, eventMessages, liveActivityMessages, publishLive, isDuplicateKey, type CountSignal, type FeedEvent, type Finish, type Nats, type Outbox, type PendingChange } from "@feeds/kit";
 import type { NewActivity } from "@feeds/proto/feeds/feed/v1/feed";
 import { identityId, plain, type ActivityChangeKind, type ActivityDoc, type ActivityRepository } from "./activity-repository.js";
 import type { EntryRepository } from "./entry-repository.js";
@@ -8,6 +8,7 @@ import type { Heads } from "./heads.js";
 import type { Signals } from "./signals.js";
 import type { ActivityCache } from "./activity-cache.js";
 import { parseCustom } from "./validate.js";
+import { liveActivityJson } from "./events.js";
 
 // The writes of activities, each one single-document operation on the activity that carries what
 // it owes (kit's outbox): an add inserts the activity with its fan-out task pending; a patch or a
@@ -49,10 +50,15 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
       : heads.addAndBump(tenantId, origin, { id, timeMs: time.getTime() }, cache.entry(doc)));
   }
 
-  /** A changed activity shows: the cache takes the new version, the feeds holding it move. */
+  /**
+   * A changed activity shows: the cache takes the new version, the feeds holding it move, and their
+   * live streams get activity.updated (after the rest: a client refetching on the event sees it).
+   */
   async function showChange(doc: ActivityDoc): Promise<void> {
     await cache.putMany([doc]);
-    await signals.bump(doc.tenant_id, await entries.feedsOf(doc.tenant_id, doc._id));
+    const feeds = await entries.feedsOf(doc.tenant_id, doc._id);
+    await signals.bump(doc.tenant_id, feeds);
+    await publishLive(deps.nats, liveActivityMessages(deps.nats, doc.tenant_id, feeds, "activity.updated", liveActivityJson(doc), `${doc._id}:${doc.version}`));
   }
 
   /**
@@ -67,6 +73,7 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
     await entries.removeActivity(tenantId, id);
     await heads.remove(tenantId, feeds, id);
     await signals.bump(tenantId, feeds);
+    await publishLive(deps.nats, liveActivityMessages(deps.nats, tenantId, feeds, "activity.deleted", liveActivityJson(tombstone, true), id));
   }
 
   /**
@@ -96,7 +103,9 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
       created_at: new Date(),
       batch,
     };
-    const change = outbox.change([fanout.taskMessage(doc)], { data: { kind: "add" } });
+    // A live add also owes the origin feed's activity.added (docs/stream.md); batch imports are quiet.
+    const live = batch ? [] : liveActivityMessages(deps.nats, tenantId, [origin], "activity.added", liveActivityJson(doc), doc._id);
+    const change = outbox.change([fanout.taskMessage(doc), ...live], { data: { kind: "add" } });
     try {
       await activities.insert({ ...doc, ...outbox.forInsert(change) });
     } catch (e) {
@@ -107,7 +116,9 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
     // out beside the head (the worker needs the origin entry only, and reads the activity from the
     // cache, MongoDB when the cache has no answer). The console's count moves beside the entry.
     await Promise.all([originEntry(doc), consoleSignal.bump(tenantId, 1)]);
-    await Promise.all([showInOrigin(doc), outbox.settle(collection, doc._id, change)]);
+    // The head first: a live client refetching on the origin's activity.added finds the entry.
+    await showInOrigin(doc);
+    await outbox.settle(collection, doc._id, change);
     return { doc, created: true };
   }
 

@@ -10,6 +10,12 @@ export interface Added {
   group: GroupDoc | null;
 }
 
+/** What the owners' live streams are told: a new notification, and the counts after a mark. */
+export interface LiveChanges {
+  added(added: Added): Promise<void>;
+  counts(tenantId: string, owner: string, changeId: string, counts: Counts): Promise<void>;
+}
+
 /** What a mark's pending change names (`change.data`): the owner's selections as the request gave them. */
 interface MarkData {
   seen: Selection | null;
@@ -36,6 +42,12 @@ export function createCountChanges(deps: {
   inserts: Pick<Outbox, "change" | "forInsert" | "settle">;
   /** The outbox of counts documents (marks: a writer may take long to set thousands). */
   marks: Pick<Outbox, "change" | "settle">;
+  /**
+   * The owners' live streams (docs/stream.md): told after the counts moved and before the change
+   * settles, so a writer that fails to publish leaves its change to the relay, whose finish tells
+   * them again (the live message id makes the two one event).
+   */
+  live?: LiveChanges;
 }) {
   const { notifications, counts, groups } = deps;
 
@@ -59,8 +71,10 @@ export function createCountChanges(deps: {
       const change = deps.inserts.change([], { id: n._id, targets, data: { ...NEW } });
       if (!(await notifications.insert({ ...grouped, ...deps.inserts.forInsert(change) }))) return null;
       const [after, group] = await Promise.all([counts.apply(n.tenant_id, n.owner, change.id, NEW), groups.addMember(grouped, change.id)]);
+      const added: Added = { notification: grouped, counts: { unseen: after.unseen, unread: after.unread }, group };
+      await deps.live?.added(added);
       await deps.inserts.settle(NOTIFICATIONS, n._id, change);
-      return { notification: grouped, counts: { unseen: after.unseen, unread: after.unread }, group };
+      return added;
     },
 
     /** Marks the selections and answers the owner's counts after. */
@@ -71,21 +85,24 @@ export function createCountChanges(deps: {
       const set = await notifications.mark(tenantId, owner, seen, read, change.id, change.at);
       const after = await counts.apply(tenantId, owner, change.id, { unseen: -set.seen, unread: -set.read });
       await stampGroups(tenantId, owner, change.id, change.at);
+      await deps.live?.counts(tenantId, owner, change.id, after);
       await deps.marks.settle(COUNTS, countsTarget(tenantId, owner).id, change);
       return after;
     },
 
     /** The relay's finish of a notification whose writer died before counting it. */
     async finishNotification(doc: NotificationDoc, change: PendingChange): Promise<void> {
-      await counts.apply(doc.tenant_id, doc.owner, change.id, deltaOf(change));
-      if (doc.group_key) await groups.addMember({ ...doc, group_key: doc.group_key }, change.id);
+      const after = await counts.apply(doc.tenant_id, doc.owner, change.id, deltaOf(change));
+      const group = doc.group_key ? await groups.addMember({ ...doc, group_key: doc.group_key }, change.id) : null;
+      await deps.live?.added({ notification: { ...doc, group_key: doc.group_key ?? "" }, counts: { unseen: after.unseen, unread: after.unread }, group });
     },
 
     /** The relay's finish of a mark whose writer died: what it stamped comes off the counts. */
     async finishMark(doc: CountsDoc, change: PendingChange): Promise<void> {
       const set = await notifications.stamped(doc.tenant_id, doc.owner, change.id);
-      await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
+      const after = await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
       await stampGroups(doc.tenant_id, doc.owner, change.id, change.at);
+      await deps.live?.counts(doc.tenant_id, doc.owner, change.id, after);
     },
   };
 }

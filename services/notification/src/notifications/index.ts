@@ -1,6 +1,7 @@
 import type { Db } from "mongodb";
-import { createOutbox, type Clients, type Logger, type Nats, type NotificationGroupSummary, type RedisConn } from "@feeds/kit";
+import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, type NotificationGroupSummary, type RedisConn } from "@feeds/kit";
 import { createCountChanges, type Added } from "./changes.js";
+import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
 import { createGroupRepository } from "./group-repository.js";
 import { groupCounts } from "./group-routes.js";
@@ -29,15 +30,13 @@ export async function createNotifications(deps: {
   /** Hears of every new notification with its group summary (the realtime stream); a failure redelivers the event. */
   onAdded?: (added: NotificationAdded) => Promise<void>;
 }) {
+  // Owners' live streams take notification.added and notification.counts (docs/stream.md).
+  await ensureLiveStream(deps.nats);
   const notifications = createNotificationRepository(deps.db);
   const counts = createCountsRepository(deps.db, deps.redis, deps.log);
   const groups = createGroupRepository(deps.db);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });
   const marks = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS });
-  const changes = createCountChanges({ notifications, counts, groups, inserts, marks });
-  inserts.register(NOTIFICATIONS, (doc, change) => changes.finishNotification(doc as never, change));
-  marks.register(COUNTS, (doc, change) => changes.finishMark(doc as never, change));
-  await Promise.all([notifications.ensureIndexes(), groups.ensureIndexes(), inserts.ensureIndexes(), marks.ensureIndexes()]);
 
   /** A new notification's group summary: its group after it, and the owner's group counts now. */
   async function summaryOf(added: Added): Promise<NotificationGroupSummary> {
@@ -50,6 +49,19 @@ export async function createNotifications(deps: {
       groups_unread: c.unread,
     };
   }
+  // The stream's notification events carry the group summary; the counts event the group counts too.
+  const stream = createLiveNotifications(deps.nats);
+  const live = {
+    added: async (a: Added) => stream.added(a.notification, a.counts, { ...(await summaryOf(a)) }),
+    async counts(tenantId: string, owner: string, changeId: string, c: { unseen: number; unread: number }) {
+      const g = await groupCounts(notifications, tenantId, owner);
+      await stream.counts(tenantId, owner, changeId, c, { groups_unseen: g.unseen, groups_unread: g.unread });
+    },
+  };
+  const changes = createCountChanges({ notifications, counts, groups, inserts, marks, live });
+  inserts.register(NOTIFICATIONS, (doc, change) => changes.finishNotification(doc as never, change));
+  marks.register(COUNTS, (doc, change) => changes.finishMark(doc as never, change));
+  await Promise.all([notifications.ensureIndexes(), groups.ensureIndexes(), inserts.ensureIndexes(), marks.ensureIndexes()]);
   const onAdded = deps.onAdded;
 
   return {

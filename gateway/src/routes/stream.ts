@@ -1,0 +1,164 @@
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { decodeJwt } from "jose";
+import { FeedsError, forbidden, processMetrics, liveFeedSubject, liveOwnerSubject, unauthenticated, validationFailed, type Config, type Logger, type Nats } from "@feeds/kit";
+import { feedSet, operations } from "@feeds/contract";
+import { bearerOf, type TenantAuth } from "../auth.js";
+import { corsHeadersOf } from "../cors.js";
+import type { RouteTable } from "../define.js";
+import { decodeCursor } from "../stream/cursor.js";
+import type { LiveHub } from "../stream/hub.js";
+import { createSession, type Session } from "../stream/session.js";
+import type { StreamSlots } from "../stream/slots.js";
+import { sameSelection, type Selection, type Tickets } from "../stream/tickets.js";
+
+// GET /v1/stream and POST /v1/stream/tickets (docs/stream.md).
+
+export interface StreamDeps {
+  hub: LiveHub;
+  tickets: Tickets;
+  slots: StreamSlots;
+  nats: Nats;
+  log: Logger;
+  config: Pick<Config, "STREAM_REPLAY_WINDOW_MS" | "STREAM_MAX_PER_USER" | "STREAM_MAX_PER_SERVER" | "STREAM_MAX_PER_PROCESS">;
+  /** Milliseconds between comment frames (at most 15 s). */
+  heartbeatMs?: number;
+}
+
+/** When the token a stream authenticated with expires (ms), or null when it does not. */
+function expiryOf(authorization: string | undefined): number | null {
+  try {
+    const exp = decodeJwt(bearerOf(authorization)).exp;
+    return typeof exp === "number" ? exp * 1000 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A comment frame at least this often: proxies keep the connection, clients see it alive. */
+export const HEARTBEAT_MS = 15_000;
+/** The Retry-After of a 429 for a principal's sixth stream, or a process at its limit (seconds). */
+const STREAM_RETRY_AFTER_S = 5;
+
+/** The selection a request names, checked against its caller (403 for another user's notifications). */
+function selectionOf(t: TenantAuth, feeds: readonly string[], notifications: boolean, owner: string | undefined): Selection {
+  if (feeds.length === 0 && !notifications) throw validationFailed([{ path: "feeds", message: "name feeds and/or notifications=true" }]);
+  let who: string | null = null;
+  if (notifications) {
+    if (t.kind === "user") {
+      if (owner !== undefined && owner !== t.userId) throw forbidden("another user's notifications");
+      who = t.userId;
+    } else {
+      if (owner === undefined) throw validationFailed([{ path: "owner", message: "server tokens name whose notifications (owner)" }]);
+      who = owner;
+    }
+  }
+  return { feeds: feedSet(feeds), notifications, owner: who };
+}
+
+export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDeps) {
+  const { hub, tickets, slots, nats, log, config } = deps;
+  const sessions = new Set<Session>();
+  /** The selection and token of the ticket a request was authenticated by. */
+  const ticketSelection = new WeakMap<FastifyRequest, Selection>();
+  const ticketToken = new WeakMap<FastifyRequest, string>();
+
+  // A draining gateway ends its streams with a last frame; their clients resume elsewhere.
+  app.addHook("preClose", async () => {
+    for (const s of [...sessions]) s.end("server_draining");
+  });
+
+  r.handle(operations.streamTicket, {
+    async handler({ req, body, tenant }) {
+      const selection = selectionOf(tenant as TenantAuth, body.feeds, body.notifications, body.owner);
+      return tickets.mint(req.headers.authorization ?? "", selection);
+    },
+  });
+
+  r.handle(operations.openStream, {
+    admission: "stream",
+    async credential(req) {
+      const ticket = (req.query as Record<string, unknown> | undefined)?.ticket;
+      if (ticket === undefined) return undefined;
+      if (typeof ticket !== "string" || !/^[A-Za-z0-9_-]{1,128}$/.test(ticket)) throw unauthenticated("malformed ticket");
+      const stored = await tickets.take(ticket);
+      if (!stored) throw unauthenticated("unknown, used or expired ticket");
+      ticketSelection.set(req, stored.selection);
+      ticketToken.set(req, stored.authorization);
+      return stored.authorization;
+    },
+    async handler({ req, reply, query, tenant }) {
+      const t = tenant as TenantAuth;
+      const selection = selectionOf(t, query.feeds, query.notifications === "true", query.owner);
+      const bound = ticketSelection.get(req);
+      if (bound && !sameSelection(bound, selection)) throw unauthenticated("the ticket was minted for another selection");
+      const header = req.headers["last-event-id"];
+      const given = typeof header === "string" && header !== "" ? header : query.last_event_id;
+      const after = given === undefined ? null : decodeCursor(given);
+      if (given !== undefined && !after) throw validationFailed([{ path: "last_event_id", message: "malformed cursor" }]);
+
+      if (sessions.size >= config.STREAM_MAX_PER_PROCESS) {
+        throw new FeedsError("RATE_LIMITED", "this gateway holds its most streams; retry after the wait", [], { retryAfterSeconds: STREAM_RETRY_AFTER_S });
+      }
+      const principal = t.kind === "user" ? `user:${t.userId}` : "server";
+      const slot = await slots.take(t.tenant.id, principal, t.kind === "user" ? config.STREAM_MAX_PER_USER : config.STREAM_MAX_PER_SERVER);
+      if (!slot) throw new FeedsError("RATE_LIMITED", "too many open streams; retry after the wait", [], { retryAfterSeconds: STREAM_RETRY_AFTER_S });
+
+      const subjects = [
+        ...selection.feeds.map((f) => liveFeedSubject(nats, t.tenant.id, f)),
+        ...(selection.owner !== null ? [liveOwnerSubject(nats, t.tenant.id, selection.owner)] : []),
+      ];
+      const res = reply.raw;
+      const session = createSession({
+        res,
+        hub,
+        subjects,
+        heartbeatMs: deps.heartbeatMs ?? HEARTBEAT_MS,
+        log,
+        onBeat: () => void slot.renew().catch((err: unknown) => log.warn({ err: String(err) }, "stream lease not renewed")),
+        onEnd: () => {
+          if (sessions.delete(session)) processMetrics().streamsOpen.dec();
+          void slot.release().catch((err: unknown) => log.warn({ err: String(err) }, "stream slot not released"));
+        },
+      });
+      let at, stale;
+      try {
+        // The watcher is registered (in createSession) before the stream's end is read: every
+        // event after `at` reaches it.
+        at = await hub.position();
+        if (after && after.seq > at.seq) throw validationFailed([{ path: "last_event_id", message: "cursor from the future" }]);
+        stale = after ? await hub.tooOld(subjects, after, config.STREAM_REPLAY_WINDOW_MS) : false;
+      } catch (e) {
+        session.cancel();
+        await slot.release().catch(() => undefined);
+        throw e;
+      }
+      sessions.add(session);
+      processMetrics().streamsOpen.inc();
+      reply.hijack();
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = String(v);
+      res.writeHead(200, {
+        ...headers,
+        ...corsHeadersOf(req.headers.origin, t.tenant),
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      });
+      // The stream ends when its token expires: the client resumes with a fresh one (checked anew
+      // for revocation and suspension), losing nothing.
+      const exp = expiryOf(ticketToken.get(req) ?? req.headers.authorization);
+      if (exp !== null) {
+        const timer = setTimeout(() => session.end(), Math.min(Math.max(0, exp - Date.now()), 2 ** 31 - 1));
+        timer.unref();
+        res.once("close", () => clearTimeout(timer));
+      }
+      session.run(at, after, stale).catch((err: unknown) => {
+        log.warn({ err: String(err), requestId: req.id }, "stream replay failed; the client resumes");
+        session.end();
+      });
+      return reply;
+    },
+  });
+
+  return { open: () => sessions.size };
+}

@@ -1,0 +1,111 @@
+import { createHash } from "node:crypto";
+import { DiscardPolicy, RetentionPolicy, StorageType } from "nats";
+import { isNotFound, publishOptions, type Nats } from "./nats.js";
+import type { OutboxMessage } from "./outbox.js";
+
+// The live stream's events (docs/stream.md): producers publish one message per feed (or per
+// notification owner) to the `live` JetStream stream, which is the replay buffer: limits
+// retention by age and by messages per subject, so every subject (a tenant's feed, or a user's
+// notifications) keeps its newest events for the window. The stream sequence is the cursor:
+// one total order over every event, so a client's feed set replays in order from any point.
+// The gateways read it (one ordered consumer per gateway process, and per resume a replay).
+
+export type LiveEventType = "activity.added" | "activity.updated" | "activity.deleted" | "notification.added" | "notification.counts";
+
+/** What a message of the `live` stream carries (JSON). `data` lacks what the gateway resolves at delivery (actor_user). */
+export interface LiveEvent {
+  type: LiveEventType;
+  /** Activity events: the feed (`group:id`) the event is about. */
+  feed?: string;
+  data: Record<string, unknown>;
+}
+
+/** The replay window defaults: 24 hours and 10,000 events per feed, whichever is smaller. */
+export const LIVE_DEFAULTS = { windowMs: 24 * 3600_000, eventsPerFeed: 10_000 } as const;
+/**
+ * The stream keeps an hour beyond the window: a cursor is judged by the gateway's clock against
+ * timestamps of the NATS server's, and a skew must not make a cursor in the window look valid
+ * while its events are gone.
+ */
+export const LIVE_AGE_MARGIN_MS = 3600_000;
+
+// Subject tokens hold no `.`, `*`, `>` or space: ids may hold `.`, so every variable part is
+// base64url (A-Z a-z 0-9 - _).
+const token = (s: string) => Buffer.from(s, "utf8").toString("base64url");
+
+export const liveStreamName = (nats: Nats) => nats.stream("live");
+export const liveFeedSubject = (nats: Nats, tenantId: string, feed: string) => nats.subject("live", token(tenantId), "f", token(feed));
+export const liveOwnerSubject = (nats: Nats, tenantId: string, owner: string) => nats.subject("live", token(tenantId), "n", token(owner));
+
+export interface LiveStreamSettings {
+  windowMs: number;
+  eventsPerFeed: number;
+}
+
+/**
+ * Creates the `live` stream when missing (producers: with the defaults). `apply` (gateways, who
+ * read it and hold the configured window) also brings an existing stream's limits to `settings`.
+ */
+export async function ensureLiveStream(nats: Nats, settings: LiveStreamSettings = LIVE_DEFAULTS, apply = false): Promise<void> {
+  const name = liveStreamName(nats);
+  const limits = {
+    max_age: (settings.windowMs + LIVE_AGE_MARGIN_MS) * 1_000_000,
+    max_msgs_per_subject: settings.eventsPerFeed,
+  };
+  let info;
+  try {
+    info = await nats.jsm.streams.info(name);
+  } catch (err) {
+    if (!isNotFound(err)) throw err;
+    try {
+      await nats.jsm.streams.add({
+        name,
+        subjects: [nats.subject("live", ">")],
+        retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        storage: StorageType.File,
+        num_replicas: nats.replicas,
+        allow_direct: true,
+        ...limits,
+      });
+      return;
+    } catch (e) {
+      // Another process created it meanwhile.
+      info = await nats.jsm.streams.info(name).catch(() => {
+        throw e;
+      });
+    }
+  }
+  const c = info.config;
+  if (apply && (c.max_age !== limits.max_age || c.max_msgs_per_subject !== limits.max_msgs_per_subject || c.num_replicas !== nats.replicas)) {
+    await nats.jsm.streams.update(name, { ...c, ...limits, num_replicas: nats.replicas });
+  }
+}
+
+const short = (s: string) => createHash("sha256").update(s).digest("base64url").slice(0, 16);
+
+/**
+ * One message per feed of `feeds`: `type` of `activity` (JSON without actor_user). `key` names the
+ * act (e.g. `<activity id>:<version>`): with the feed it makes the JetStream message id, so a
+ * writer's and a relay's publish of one act are one event.
+ */
+export function liveActivityMessages(nats: Nats, tenantId: string, feeds: readonly string[], type: Extract<LiveEventType, `activity.${string}`>, activity: Record<string, unknown>, key: string): OutboxMessage[] {
+  return feeds.map((feed) => {
+    const event: LiveEvent = { type, feed, data: activity };
+    return { subject: liveFeedSubject(nats, tenantId, feed), msgId: `live:${type}:${key}:${short(feed)}`, data: JSON.stringify(event) };
+  });
+}
+
+/** The message of a notification event for its owner (`key`: the notification's or the mark's id). */
+export function liveOwnerMessage(nats: Nats, tenantId: string, owner: string, type: Extract<LiveEventType, `notification.${string}`>, data: Record<string, unknown>, key: string): OutboxMessage {
+  const event: LiveEvent = { type, data };
+  return { subject: liveOwnerSubject(nats, tenantId, owner), msgId: `live:${type}:${key}`, data: JSON.stringify(event) };
+}
+
+/** Publishes live messages (up to 64 at once); throws when one was not stored. */
+export async function publishLive(nats: Nats, messages: readonly OutboxMessage[]): Promise<void> {
+  const enc = new TextEncoder();
+  for (let i = 0; i < messages.length; i += 64) {
+    await Promise.all(messages.slice(i, i + 64).map((m) => nats.js.publish(m.subject, enc.encode(m.data), publishOptions(m.msgId))));
+  }
+}

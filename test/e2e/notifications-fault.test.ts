@@ -178,7 +178,7 @@ describe("notifications survive the notification service dying mid-stream", () =
       Array.from({ length: total }, (_, i) => ["follow.created", "reaction.added", "comment.added"][i % 3]).sort(),
     );
   });
-  it("with NATS down, follows and unfollows still answer; the notifications arrive once NATS is back, also for a follow unfollowed meanwhile", { timeout: 120_000 }, async () => {
+  it("with NATS down, follows, unfollows and marks still answer; the notifications arrive once NATS is back, also for a follow unfollowed meanwhile", { timeout: 120_000 }, async () => {
     const { token } = await tenant();
     const follow = (source: string) => http("POST", `/v1/feeds/${source.replace(":", "/")}/follows`, { url, token, body: { target: "user:alice", activity_copy_limit: 0 } });
     await privateNats.stop();
@@ -187,6 +187,9 @@ describe("notifications survive the notification service dying mid-stream", () =
       expect((await follow("timeline:y")).status).toBe(201);
       // Gone again before NATS returns: the follow did happen, and its writer said so.
       expect((await http("DELETE", "/v1/feeds/timeline/y/follows/user/alice", { url, token })).status).toBe(204);
+      // A mark is a write too: made and answered, its live counts event left to the relay.
+      const marked = await http("POST", "/v1/notifications/mark", { url, token, body: { seen: true, owner: "alice" } });
+      expect(marked.status, JSON.stringify(marked.body)).toBe(200);
     } finally {
       await privateNats.start();
     }

@@ -187,14 +187,15 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         version: doc.version + 1,
         edited_at: doc.edited_at ?? now,
       }));
-      await Promise.all([writes.showChange(updated.doc), updated.settle()]);
+      // Settled once its live events are out (else the relay's: NATS down, the write still stands).
+      if (await writes.showChange(updated.doc)) await updated.settle();
       return { activity: activityToProto(updated.doc) };
     },
 
     async deleteActivity(req, ctx) {
       const tenantId = requireTenant(ctx);
       const deleted = await changeActivity(ctx, tenantId, req.id, "activity.deleted", (doc, now) => ({ deleted_at: now, version: doc.version + 1 }));
-      await Promise.all([writes.removeEverywhere(deleted.doc), deleted.settle()]);
+      if (await writes.removeEverywhere(deleted.doc)) await deleted.settle();
       return {};
     },
 

@@ -51,14 +51,29 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
   }
 
   /**
+   * Publishes live messages; answers false when NATS would not take them (down): the write stays
+   * acknowledged and its change pending, so the relay's finish publishes them once NATS is back
+   * (message ids make a second publish one event).
+   */
+  async function publishLiveOr(messages: Parameters<typeof publishLive>[1]): Promise<boolean> {
+    try {
+      await publishLive(deps.nats, messages);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
    * A changed activity shows: the cache takes the new version, the feeds holding it move, and their
    * live streams get activity.updated (after the rest: a client refetching on the event sees it).
+   * Answers false when the live events are left to the relay (the change must not be settled).
    */
-  async function showChange(doc: ActivityDoc): Promise<void> {
+  async function showChange(doc: ActivityDoc): Promise<boolean> {
     await cache.putMany([doc]);
     const feeds = await entries.feedsOf(doc.tenant_id, doc._id);
     await signals.bump(doc.tenant_id, feeds);
-    await publishLive(deps.nats, liveActivityMessages(deps.nats, doc.tenant_id, feeds, "activity.updated", liveActivityJson(doc), `${doc._id}:${doc.version}`));
+    return publishLiveOr(liveActivityMessages(deps.nats, doc.tenant_id, feeds, "activity.updated", liveActivityJson(doc), `${doc._id}:${doc.version}`));
   }
 
   /**
@@ -66,14 +81,14 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
    * activity after writing its entries, so a chunk written after the removal began sees the
    * tombstone and removes what it wrote), then the entries, heads and signals.
    */
-  async function removeEverywhere(tombstone: ActivityDoc): Promise<void> {
+  async function removeEverywhere(tombstone: ActivityDoc): Promise<boolean> {
     const { tenant_id: tenantId, _id: id } = tombstone;
     await cache.putMany([tombstone]);
     const feeds = [...new Set([tombstone.origin_feed, ...(await entries.feedsOf(tenantId, id))])];
     await entries.removeActivity(tenantId, id);
     await heads.remove(tenantId, feeds, id);
     await signals.bump(tenantId, feeds);
-    await publishLive(deps.nats, liveActivityMessages(deps.nats, tenantId, feeds, "activity.deleted", liveActivityJson(tombstone, true), id));
+    return publishLiveOr(liveActivityMessages(deps.nats, tenantId, feeds, "activity.deleted", liveActivityJson(tombstone, true), id));
   }
 
   /**
@@ -164,8 +179,12 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
   const finish: Finish = async (stored, change) => {
     const doc = plain(stored as unknown as ActivityDoc);
     const kind = kindOf(change);
-    if (kind === "update") return showChange(doc);
-    if (kind === "delete") return removeEverywhere(doc);
+    // The live events first: a relay that could not publish them keeps the change (NATS down).
+    const liveOut = (published: boolean) => {
+      if (!published) throw new Error("live events not published (NATS unavailable): the change stays pending");
+    };
+    if (kind === "update") return liveOut(await showChange(doc));
+    if (kind === "delete") return liveOut(await removeEverywhere(doc));
     if (kind !== "add" || doc.deleted_at) return;
     // The console's count moves with the entry (a writer that died before both never moved it).
     if (await originEntry(doc)) await consoleSignal.bump(doc.tenant_id, 1);
@@ -173,7 +192,7 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
     // A delete that ran meanwhile removed the entries before this one was written: as a fan-out
     // chunk does, look again after writing (the cache first, where a delete puts its tombstone).
     const after = await fanout.activityOf(doc.tenant_id, doc._id);
-    if (after?.deleted_at) await removeEverywhere(after);
+    if (after?.deleted_at) liveOut(await removeEverywhere(after));
   };
 
   return { add, changeIfVersion, showChange, removeEverywhere, finish };

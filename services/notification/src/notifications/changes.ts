@@ -85,8 +85,13 @@ export function createCountChanges(deps: {
       const set = await notifications.mark(tenantId, owner, seen, read, change.id, change.at);
       const after = await counts.apply(tenantId, owner, change.id, { unseen: -set.seen, unread: -set.read });
       await stampGroups(tenantId, owner, change.id, change.at);
-      await deps.live?.counts(tenantId, owner, change.id, after);
-      await deps.marks.settle(COUNTS, countsTarget(tenantId, owner).id, change);
+      // The counts event before the settle; NATS down, both are the relay's (finishMark) and the
+      // mark, made, still answers.
+      const published = await (deps.live?.counts(tenantId, owner, change.id, after) ?? Promise.resolve()).then(
+        () => true,
+        () => false,
+      );
+      if (published) await deps.marks.settle(COUNTS, countsTarget(tenantId, owner).id, change);
       return after;
     },
 

@@ -8,6 +8,32 @@ const PAGE = 25;
 
 const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? "" : "s"}`;
 
+/** One side of a feed's edges (its follows or its followers): the other feed and since when, paged. */
+function EdgeTable(props: { title: string; column: string; pages: ReturnType<typeof usePages>; edges: { feed: string; at: string }[]; hideError: boolean }) {
+  const { title, column, pages, edges } = props;
+  return (
+    <div>
+      <h3>{title}</h3>
+      {props.hideError ? null : <ErrorBox error={pages.error} />}
+      <Table label={title} head={[column, "Since"]} empty={!edges.length}>
+        {edges.map((e) => (
+          <tr key={e.feed}>
+            <td>
+              <code>{e.feed}</code>
+            </td>
+            <td>
+              <When iso={e.at} />
+            </td>
+          </tr>
+        ))}
+      </Table>
+      <div role="group" aria-label={`${title} pages`}>
+        <Pager pages={pages} />
+      </div>
+    </div>
+  );
+}
+
 /** Inspector: a feed (page, promoted and objects sidecars, follows, followers, stats), the activities and the users. */
 export function InspectorPage() {
   const [input, setInput] = useState("");
@@ -114,48 +140,8 @@ function FeedView({ feed }: { feed: string }) {
         ))}
       </Table>
       <div class="two">
-        <div>
-          <h3>Follows</h3>
-          {pages.error ? null : <ErrorBox error={follows.error} />}
-          <Table label="Follows" head={["Target", "Since"]} empty={!follows.data?.results.length}>
-            {(follows.data?.results ?? []).map((f) => (
-              <tr key={`${f.target_group}:${f.target_id}`}>
-                <td>
-                  <code>
-                    {f.target_group}:{f.target_id}
-                  </code>
-                </td>
-                <td>
-                  <When iso={f.created_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <div role="group" aria-label="Follows pages">
-            <Pager pages={follows} />
-          </div>
-        </div>
-        <div>
-          <h3>Followers</h3>
-          {pages.error ? null : <ErrorBox error={followers.error} />}
-          <Table label="Followers" head={["Source", "Since"]} empty={!followers.data?.results.length}>
-            {(followers.data?.results ?? []).map((f) => (
-              <tr key={`${f.source_group}:${f.source_id}`}>
-                <td>
-                  <code>
-                    {f.source_group}:{f.source_id}
-                  </code>
-                </td>
-                <td>
-                  <When iso={f.created_at} />
-                </td>
-              </tr>
-            ))}
-          </Table>
-          <div role="group" aria-label="Followers pages">
-            <Pager pages={followers} />
-          </div>
-        </div>
+        <EdgeTable title="Follows" column="Target" pages={follows} edges={(follows.data?.results ?? []).map((f) => ({ feed: `${f.target_group}:${f.target_id}`, at: f.created_at }))} hideError={!!pages.error} />
+        <EdgeTable title="Followers" column="Source" pages={followers} edges={(followers.data?.results ?? []).map((f) => ({ feed: `${f.source_group}:${f.source_id}`, at: f.created_at }))} hideError={!!pages.error} />
       </div>
     </section>
   );

@@ -1,7 +1,7 @@
-import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { inPage, launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createUserToken } from "@feeds/node";
 import { bundleSizes } from "../../sdk/client/scripts/bundle.mjs";
@@ -14,7 +14,6 @@ import { until } from "../support/until.js";
 // again; the same page from an origin the tenant did not allow is refused by the browser (CORS).
 // scripts/test.mjs installs chromium with apt when it is missing; without it this test fails.
 
-const CHROMIUM = "/usr/bin/chromium";
 /** Lifetime of the page's user tokens; the gateway accepts a token up to 5 s past its exp. */
 const TOKEN_SECONDS = 2;
 const CLOCK_TOLERANCE_SECONDS = 5;
@@ -79,32 +78,12 @@ async function startSite(t: TestTenant, bundle: Uint8Array): Promise<{ origin: s
   return { origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, minted: () => minted };
 }
 
-/** A page error, without the page's stack (whose `http://127.0.0.1:port/` frames vitest cannot map). */
-async function inPage<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    // The first lines only: the page's stack frames (`http://127.0.0.1:port/`) trip vitest's source maps.
-    const plain = new Error((e instanceof Error ? e.message : String(e)).split("\n    at ")[0]);
-    plain.stack = plain.message;
-    throw plain;
-  }
-}
-
 describe("@feeds/client in headless Chromium", () => {
   let browser: Browser | undefined;
   const sites: Server[] = [];
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      // Loud: scripts/test.mjs installs it (apt-get install chromium); a bare vitest run may not have.
-      throw new Error(`${CHROMIUM} is missing: run \`apt-get install -y chromium\` (npm test does it) — the browser test cannot run without it`);
-    }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-    });
+    browser = await launchChromium("the browser test");
   }, 60_000);
   afterAll(async () => {
     await browser?.close();

@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { inPage, launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { createServerToken } from "@feeds/node";
@@ -18,7 +19,6 @@ import { until } from "../support/until.js";
 // accessible names the issue lists, never by markup.
 // scripts/test.mjs installs chromium with apt when it is missing and builds the console (set-up).
 
-const CHROMIUM = "/usr/bin/chromium";
 /** Where the screenshots go, beside the run's other output (.cache/vitest-report.json): <page>-<width>.png. */
 const SHOTS = fileURLToPath(new URL("../../.cache/test-output/console", import.meta.url));
 /** The console's change-signal period (console/src/live.ts POLL_MS). */
@@ -37,17 +37,6 @@ interface AxeViolation {
   nodes: { target: string[] }[];
 }
 
-/** A page error without the page's stack (whose `http://127.0.0.1:port/` frames vitest cannot map). */
-async function inPage<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (e) {
-    const plain = new Error((e instanceof Error ? e.message : String(e)).split("\n    at ")[0]);
-    plain.stack = plain.message;
-    throw plain;
-  }
-}
-
 describe("the operator console in headless Chromium", () => {
   let browser: Browser | undefined;
   const contexts: BrowserContext[] = [];
@@ -56,20 +45,13 @@ describe("the operator console in headless Chromium", () => {
   const scanned: Record<string, AxeViolation[]> = {};
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`${CHROMIUM} is missing: run \`apt-get install -y chromium\` (npm test does it) — the console test cannot run without it`);
-    }
     const index = await fetch(`${baseUrl()}/console/`);
     await index.arrayBuffer();
     if (index.status !== 200) {
       throw new Error(`GET /console/ answered ${index.status}: build the console before starting the system (node console/scripts/build.mjs; npm test does it)`);
     }
     mkdirSync(SHOTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-    });
+    browser = await launchChromium("the console test");
   }, 60_000);
   afterAll(async () => {
     for (const c of contexts) await c.close();

@@ -75,6 +75,18 @@ export const requestComponents: readonly (readonly [string, z.ZodType])[] = [
 
 const activityId = "5f0c7a3e-2b1d-4c8e-9f6a-0d1e2c3b4a59";
 const at = "2025-05-01T12:00:00.000Z";
+/** The Notification example, also the newest member of the NotificationGroup example. */
+const notification = {
+  id: "3c9a8b7d-1e2f-4a5b-8c6d-7e8f9a0b1c2d",
+  verb: "react",
+  actor: "user:bob",
+  object: activityId,
+  reaction_kind: "like",
+  activity_id: null,
+  created_at: at,
+  seen_at: null,
+  read_at: null,
+};
 
 /** Examples of the main resources, shown on their components (each valid against its schema). */
 export const examples: Readonly<Record<string, unknown>> = {
@@ -106,17 +118,7 @@ export const examples: Readonly<Record<string, unknown>> = {
     created_at: at,
     edited_at: null,
   },
-  Notification: {
-    id: "3c9a8b7d-1e2f-4a5b-8c6d-7e8f9a0b1c2d",
-    verb: "react",
-    actor: "user:bob",
-    object: activityId,
-    reaction_kind: "like",
-    activity_id: null,
-    created_at: at,
-    seen_at: null,
-    read_at: null,
-  },
+  Notification: notification,
   NotificationGroup: {
     group_key: "4f1d0c9b8a7e6d5c4b3a29180f1e2d3c",
     verb: "react",
@@ -126,20 +128,7 @@ export const examples: Readonly<Record<string, unknown>> = {
     activity_count: 30,
     actor_count: 29,
     actors: [{ id: "bob", custom: { name: "Bob" } }],
-    latest: [
-      {
-        id: "3c9a8b7d-1e2f-4a5b-8c6d-7e8f9a0b1c2d",
-        verb: "react",
-        actor: "user:bob",
-        object: activityId,
-        reaction_kind: "like",
-        activity_id: null,
-        created_at: at,
-        seen_at: null,
-        read_at: null,
-        actor_user: { id: "bob", custom: { name: "Bob" } },
-      },
-    ],
+    latest: [{ ...notification, actor_user: { id: "bob", custom: { name: "Bob" } } }],
     first_at: "2025-05-01T09:30:00.000Z",
     updated_at: at,
     seen_at: null,

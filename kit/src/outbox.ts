@@ -143,18 +143,24 @@ export function createOutbox(o: OutboxOptions) {
     for (const it of items) byCollection.set(it.collection, [...(byCollection.get(it.collection) ?? []), it]);
     // The changes first: a target's applied id must outlive the change that could replay it.
     await Promise.all(
-      [...byCollection].map(([name, its]) =>
-        col(name).bulkWrite(
-          its.flatMap((it) => [
-            // The document's only change: it goes with the flag in one write (the common case).
-            { updateOne: { filter: { _id: it.docId, outbox: [it.change] }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } },
-            // One of several (changes nothing once the statement before took it). The flag of a
-            // document whose last change leaves this way goes with the relay's next pass.
-            { updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } },
-          ]),
-          { ordered: true },
-        ),
-      ),
+      [...byCollection].map(async ([name, its]) => {
+        // The document's only change: it goes with the flag in one write (the common case: one
+        // statement per change).
+        const only = await col(name).bulkWrite(
+          its.map((it) => ({
+            updateOne: { filter: { _id: it.docId, outbox: [it.change] }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } },
+          })),
+          { ordered: false },
+        );
+        if (only.matchedCount === its.length) return;
+        // Some change was one of several in its document (or gone already): pulled where it still
+        // is (changes nothing where the statement before took it). The flag of a document whose
+        // last change leaves this way goes with the relay's next pass.
+        await col(name).bulkWrite(
+          its.map((it) => ({ updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } })),
+          { ordered: false },
+        );
+      }),
     );
     const doneAt = Date.now();
     await clearTargets(items.filter((it) => byRelay || doneAt < it.change.at.getTime() + graceMs).map((it) => it.change));

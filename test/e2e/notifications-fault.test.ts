@@ -133,7 +133,8 @@ describe("notifications survive the notification service dying mid-stream", () =
         async () => {
           const r = await http("GET", "/v1/health/ready", { url });
           const failing = (r.body.checks as { name: string; ok: boolean }[]).filter((c) => !c.ok).map((c) => c.name);
-          return r.status === 503 && failing.includes("worker:notify") ? failing : undefined;
+          // Each worker's beats stop on their own clock: wait for both, then check nothing else fails.
+          return r.status === 503 && failing.includes("worker:notify") && failing.includes("worker:webhooks") ? failing : undefined;
         },
         20_000,
       );

@@ -108,6 +108,96 @@ describe("notification groups, once per member", { timeout: 60_000 }, () => {
     expect(await groups("fred")).toEqual([[2, 2]]);
   });
 
+  /** The owner's unseen and unread groups as the records say: a group is unseen while any member is. */
+  const fromRecords = async (tenant: string, owner: string) => {
+    const col = env.db.collection<NotificationDoc>("notifications");
+    const [unseen, unread] = await Promise.all([
+      col.distinct("group_key", { tenant_id: tenant, owner, seen_at: null }),
+      col.distinct("group_key", { tenant_id: tenant, owner, read_at: null }),
+    ]);
+    return { unseen: unseen.length, unread: unread.length };
+  };
+
+  it("the owner's unseen and unread groups, kept by counts, equal the records' through concurrent adds and marks of every kind", async () => {
+    const { n, tenant, doc } = await setUp();
+    const client = createClient(NotificationService, createLocalTransport((r) => r.service(NotificationService, n.service), env.log, createInternalAuth(rootKeys(randomBytes(32))), "gateway"));
+    const as = scope({ tenantId: tenant, caller: { kind: "server" } });
+    const state = async () => {
+      const page = await client.listNotificationGroups({ owner: "gil", page: { limit: 100 } }, as);
+      return { unseen: Number(page.unseen), unread: Number(page.unread), groups: page.groups.map((g) => [g.groupKey, g.seenAt === undefined, g.readAt === undefined]) };
+    };
+    // Six groups (one per activity), members added while marks of each kind run beside them.
+    const activities = Array.from({ length: 6 }, () => randomUUID());
+    const member = (i: number) => ({ ...doc("gil", `u${i}`), object: activities[i % 6] as string });
+    const first = await Promise.all(Array.from({ length: 12 }, (_, i) => n.changesForTests.add(member(i))));
+    const keys = [...new Set(first.map((a) => a?.notification.group_key ?? ""))];
+    expect(keys).toHaveLength(6);
+    const ids = first.map((a) => a?.notification._id ?? "");
+    await Promise.all([
+      ...Array.from({ length: 12 }, (_, i) => n.changesForTests.add(member(12 + i))),
+      n.changesForTests.mark(tenant, "gil", [ids[0] as string, ids[6] as string], null),
+      n.changesForTests.mark(tenant, "gil", null, { groups: [keys[1] as string] }),
+      n.changesForTests.mark(tenant, "gil", { groups: [keys[2] as string, keys[3] as string] }, null),
+    ]);
+    const after = await state();
+    expect({ unseen: after.unseen, unread: after.unread }).toEqual(await fromRecords(tenant, "gil"));
+    await n.changesForTests.mark(tenant, "gil", "all", null);
+    expect((await state()).unseen).toBe(0);
+    expect(await fromRecords(tenant, "gil")).toMatchObject({ unseen: 0 });
+    await n.changesForTests.add(member(30));
+    const one = await state();
+    expect(one).toMatchObject({ unseen: 1, unread: (await fromRecords(tenant, "gil")).unread });
+    expect(one.groups.filter(([, unseen]) => unseen)).toHaveLength(1);
+    await n.changesForTests.mark(tenant, "gil", "all", "all");
+    expect(await state()).toMatchObject({ unseen: 0, unread: 0 });
+    // Every mark's id leaves the groups' applied lists once settled.
+    await n.flush();
+    const held = await env.db.collection<{ _id: string; applied?: string[] }>(GROUPS).find({ _id: { $in: keys } }).toArray();
+    expect(held.flatMap((g) => g.applied ?? [])).toEqual([]);
+  });
+
+  it("a mark that stamps a member before its group counted it (writer died after the insert) is taken once: the group ends seen", async () => {
+    const { n, tenant, doc, diedAfterInsert } = await setUp();
+    // A member of a group nobody stored yet: its writer died right after the insert.
+    const d = doc("hal", "bob");
+    const key = "ab".repeat(16);
+    await diedAfterInsert(d, key);
+    await n.changesForTests.mark(tenant, "hal", "all", null);
+    const stored = () => env.db.collection<{ _id: string; unseen?: number; unread?: number; activity_count?: number; owner?: string }>(GROUPS).findOne({ _id: key });
+    // The mark stored the group from its member, with the mark's part (-1) in it.
+    expect(await stored()).toMatchObject({ owner: "hal", unseen: -1, unread: 0, activity_count: 0 });
+    await n.flush();
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await n.relayOnce()).toBe(1);
+    expect(await stored()).toMatchObject({ unseen: 0, unread: 1, activity_count: 1 });
+    expect(await n.countsForTests.get(tenant, "hal")).toMatchObject({ unseen: 0, unread: 1 });
+    expect(await fromRecords(tenant, "hal")).toEqual({ unseen: 0, unread: 1 });
+  });
+
+  it("a mark whose writer could not settle it is finished by the relay: its group part taken once, then its id cleared from the groups", async () => {
+    const { n, tenant, doc } = await setUp();
+    const a = await n.changesForTests.add(doc("ida", "bob"));
+    await n.changesForTests.add(doc("ida", "cat"));
+    const key = a?.notification.group_key ?? "";
+    // A writer whose live publish fails (NATS gone) leaves the mark's change pending for the relay.
+    const down = new Proxy(env.nats.js, { get: (t, k): unknown => (k === "publish" ? async () => Promise.reject(new Error("NATS down (test)")) : Reflect.get(t, k)) });
+    const writer = await createNotifications({ db: env.db, nats: { ...env.nats, js: down }, redis: env.redis, peers, log: env.log, graceMs: { inserts: 300, marks: 300 } });
+    await writer.changesForTests.mark(tenant, "ida", [a?.notification._id ?? ""], null);
+    const group = () => env.db.collection<{ _id: string; unseen?: number; applied?: string[] }>(GROUPS).findOne({ _id: key });
+    expect(await group()).toMatchObject({ unseen: 1, unread: 2 });
+    const countsDoc = await env.db.collection(COUNTS).findOne({ _id: countsKey(tenant, "ida") as never });
+    const change = (countsDoc?.outbox as { id: string }[] | undefined)?.[0];
+    expect(change).toBeDefined();
+    // Finished again (as a relay would, the writer's part done): nothing is taken twice.
+    await n.changesForTests.finishMark(countsDoc as never, change as never);
+    expect(await group()).toMatchObject({ unseen: 1, unread: 2 });
+    await new Promise((r) => setTimeout(r, 400));
+    expect(await n.relayOnce()).toBe(1);
+    await n.flush();
+    expect(await group()).toMatchObject({ unseen: 1, unread: 2, applied: [] });
+    expect(await n.countsForTests.get(tenant, "ida")).toMatchObject({ unseen: 1, unread: 2 });
+  });
+
   it("onAdded hears of each new notification once, with its counts and its group summary (the stream's notification.added)", async () => {
     const heard: NotificationAdded[] = [];
     const n = await createNotifications({ db: env.db, nats: env.nats, redis: env.redis, peers, log: env.log, onAdded: async (a) => void heard.push(a) });

@@ -1,6 +1,6 @@
 import { type Outbox, type PendingChange } from "@feeds/kit";
 import { COUNTS, countsTarget, type Counts, type CountsDelta, type CountsDoc, type CountsRepository } from "./counts.js";
-import { groupTarget, type GroupDoc, type GroupRepository } from "./group-repository.js";
+import { groupMarksTarget, groupTarget, type GroupDoc, type GroupRepository } from "./group-repository.js";
 import { NOTIFICATIONS, type NotificationDoc, type NotificationRepository, type Selection } from "./notification-repository.js";
 
 /** What a new notification did: its owner's counts and its group after it. */
@@ -35,9 +35,9 @@ const deltaOf = (change: PendingChange): CountsDelta => {
  * `finishMark` counts a mark's stamps and takes them off.
  */
 export function createCountChanges(deps: {
-  notifications: Pick<NotificationRepository, "insert" | "mark" | "stamped" | "groupsStamped">;
+  notifications: Pick<NotificationRepository, "insert" | "mark" | "stamped" | "markedInGroups" | "memberOf">;
   counts: Pick<CountsRepository, "apply" | "recordMark">;
-  groups: Pick<GroupRepository, "assign" | "addMember" | "stampMarked">;
+  groups: Pick<GroupRepository, "assign" | "addMember" | "applyMark">;
   /** The outbox of notifications (their +1s). */
   inserts: Pick<Outbox, "change" | "forInsert" | "settle">;
   /** The outbox of counts documents (marks: a writer may take long to set thousands). */
@@ -51,13 +51,14 @@ export function createCountChanges(deps: {
 }) {
   const { notifications, counts, groups } = deps;
 
-  /** The groups whose members mark `changeId` set seen (read) record the mark's time. */
-  async function stampGroups(tenantId: string, owner: string, changeId: string, at: Date): Promise<void> {
-    const [seen, read] = await Promise.all([
-      notifications.groupsStamped(tenantId, owner, "seen_by", changeId),
-      notifications.groupsStamped(tenantId, owner, "read_by", changeId),
-    ]);
-    await Promise.all([groups.stampMarked(tenantId, owner, "seen_at", seen, at), groups.stampMarked(tenantId, owner, "read_at", read, at)]);
+  /**
+   * The groups whose members mark `change` stamped: their unseen and unread go down by what it
+   * set, once (the mark's id joins their `applied`; its pending change names the owner's groups,
+   * `groupMarksTarget`, so its clear takes the id off them again), and they record its time.
+   */
+  async function stampGroups(tenantId: string, owner: string, change: PendingChange): Promise<void> {
+    const marked = await notifications.markedInGroups(tenantId, owner, change.id);
+    await groups.applyMark(tenantId, owner, change.id, change.at, marked, (key) => notifications.memberOf(tenantId, owner, key));
   }
 
   return {
@@ -80,11 +81,11 @@ export function createCountChanges(deps: {
     /** Marks the selections and answers the owner's counts after. */
     async mark(tenantId: string, owner: string, seen: Selection | null, read: Selection | null): Promise<Counts> {
       const data: MarkData = { seen, read };
-      const change = deps.marks.change([], { targets: [countsTarget(tenantId, owner)], data: { ...data } });
+      const change = deps.marks.change([], { targets: [countsTarget(tenantId, owner), groupMarksTarget(tenantId, owner)], data: { ...data } });
       await counts.recordMark(tenantId, owner, change);
       const set = await notifications.mark(tenantId, owner, seen, read, change.id, change.at);
       const after = await counts.apply(tenantId, owner, change.id, { unseen: -set.seen, unread: -set.read });
-      await stampGroups(tenantId, owner, change.id, change.at);
+      await stampGroups(tenantId, owner, change);
       // The counts event before the settle; NATS down, both are the relay's (finishMark) and the
       // mark, made, still answers.
       const published = await (deps.live?.counts(tenantId, owner, change.id, after) ?? Promise.resolve()).then(
@@ -106,7 +107,7 @@ export function createCountChanges(deps: {
     async finishMark(doc: CountsDoc, change: PendingChange): Promise<void> {
       const set = await notifications.stamped(doc.tenant_id, doc.owner, change.id);
       const after = await counts.apply(doc.tenant_id, doc.owner, change.id, { unseen: -set.seen, unread: -set.read });
-      await stampGroups(doc.tenant_id, doc.owner, change.id, change.at);
+      await stampGroups(doc.tenant_id, doc.owner, change);
       await deps.live?.counts(doc.tenant_id, doc.owner, change.id, after);
     },
   };

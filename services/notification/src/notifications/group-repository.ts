@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { APPLIED_FIELD, isDuplicateKey, type OutboxTarget } from "@feeds/kit";
+import { APPLIED_FIELD, isDuplicateKey, type AppliedIds, type OutboxTarget } from "@feeds/kit";
 import { GROUP_WINDOW_MS, groupBaseOf, groupKeyOf, headIdOf, type GroupBase } from "./group-keys.js";
 import type { NotificationDoc } from "./notification-repository.js";
 
@@ -12,7 +12,12 @@ import type { NotificationDoc } from "./notification-repository.js";
 // - groups (`_id` the group key): counts moved by `$inc` once per member notification: the
 //   notification's pending change (kit's outbox) names the group as a target, and the update is
 //   conditioned on the change id not being in `applied` and pushes it there, so a redelivered
-//   event or the relay's replay counts nothing twice.
+//   event or the relay's replay counts nothing twice. `unseen` and `unread` count the members
+//   without seen_at (read_at): +1 each with the member, minus what a mark stamped in the group,
+//   once per mark the same way. A group is unseen while `unseen > 0`, so the owner's unseen groups
+//   are counted among the owner's groups, never among the notifications. (A mark may stamp a
+//   member whose +1 has not landed yet: the group's count is then briefly one lower, never
+//   counted twice.)
 // - actors (`group_key/actor`): one per distinct actor of a group, upserted uniquely; it keeps the
 //   change that created it (`by`), so a replay of that change knows the actor was its own.
 
@@ -32,7 +37,16 @@ export interface GroupDoc extends Omit<GroupBase, "base"> {
   /** The last mark that set a member seen (read): shown once no member is unseen (unread). */
   seen_at?: Date;
   read_at?: Date;
+  /** Members without seen_at (read_at): the group is unseen (unread) while above 0. */
+  unseen?: number;
+  unread?: number;
   applied?: string[];
+}
+
+/** What one mark stamped in one group: members it set seen, members it set read. */
+export interface MarkedInGroup {
+  seen: number;
+  read: number;
 }
 
 interface HeadDoc {
@@ -59,6 +73,13 @@ export interface GroupCursor {
 }
 
 export const groupTarget = (groupKey: string): OutboxTarget => ({ collection: GROUPS, id: groupKey });
+
+/**
+ * The target a mark's pending change names for the owner's groups (which groups it stamps is
+ * known only once it ran): the marks outbox clears it with `pullMarks`, not a direct update.
+ */
+export const GROUP_MARKS = "notification_group_marks";
+export const groupMarksTarget = (tenantId: string, owner: string): OutboxTarget => ({ collection: GROUP_MARKS, id: JSON.stringify([tenantId, owner]) });
 
 export function createGroupRepository(db: Db) {
   const heads: Collection<HeadDoc> = db.collection<HeadDoc>(HEADS);
@@ -108,8 +129,8 @@ export function createGroupRepository(db: Db) {
 
     /**
      * Counts member `n` (its pending change `changeId`) in its group once: +1 activity, +1 actor
-     * when the actor is new to the group; the group moves to the member's time. Answers the group
-     * as it is after.
+     * when the actor is new to the group, +1 unseen and unread; the group moves to the member's
+     * time. Answers the group as it is after (one `findOneAndUpdate`).
      */
     async addMember(n: NotificationDoc & { group_key: string }, changeId: string): Promise<GroupDoc | null> {
       const { base: _base, ...shown } = groupBaseOf(n);
@@ -124,25 +145,110 @@ export function createGroupRepository(db: Db) {
       // Inserted now, or by this very change before (a replay): the actor is new to the group.
       const actor = upserted.upsertedCount === 1 ? { by: changeId } : await actors.findOne({ _id, tenant_id: n.tenant_id }, { projection: { by: 1 } });
       const newActor = actor?.by === changeId ? 1 : 0;
-      try {
-        await upsertOnce(() =>
-          groups.updateOne(
-            { _id: n.group_key, tenant_id: n.tenant_id, [APPLIED_FIELD]: { $ne: changeId } },
-            {
-              $inc: { activity_count: 1, actor_count: newActor },
-              $max: { updated_at: n.created_at },
-              $min: { first_at: n.created_at },
-              $setOnInsert: { owner: n.owner, ...shown },
-              $push: { [APPLIED_FIELD]: changeId },
-            },
-            { upsert: true },
-          ),
+      const count = () =>
+        groups.findOneAndUpdate(
+          { _id: n.group_key, tenant_id: n.tenant_id, [APPLIED_FIELD]: { $ne: changeId } },
+          {
+            $inc: { activity_count: 1, actor_count: newActor, unseen: 1, unread: 1 },
+            $max: { updated_at: n.created_at },
+            $min: { first_at: n.created_at },
+            $setOnInsert: { owner: n.owner, ...shown },
+            $push: { [APPLIED_FIELD]: changeId },
+          },
+          { upsert: true, returnDocument: "after" },
         );
+      try {
+        const after = await upsertOnce(count);
+        if (after) return after;
       } catch (e) {
         // The group exists and holds this change already: the upsert's insert collided.
         if (!isDuplicateKey(e)) throw e;
       }
       return groups.findOne({ _id: n.group_key, tenant_id: n.tenant_id });
+    },
+
+    /**
+     * Takes what mark `changeId` stamped off each group's unseen and unread, once per group, and
+     * records the mark's time as the group's seen_at (read_at). A group not stored yet (its first
+     * member's +1 still to come) is created from `memberOf(key)`, a member of it, so the mark's
+     * part is not lost. Answers the groups it touched.
+     */
+    async applyMark(
+      tenantId: string,
+      owner: string,
+      changeId: string,
+      at: Date,
+      marked: ReadonlyMap<string, MarkedInGroup>,
+      memberOf: (key: string) => Promise<NotificationDoc | null>,
+    ): Promise<string[]> {
+      const keys = [...marked.keys()];
+      if (keys.length === 0) return [];
+      const stored = new Set((await groups.find({ _id: { $in: keys }, tenant_id: tenantId }, { projection: { _id: 1 } }).toArray()).map((g) => g._id));
+      const inserts = new Map<string, Record<string, unknown>>();
+      for (const key of keys.filter((k) => !stored.has(k))) {
+        const m = await memberOf(key);
+        if (!m) continue;
+        const { base: _base, ...shown } = groupBaseOf(m);
+        inserts.set(key, { owner, ...shown, activity_count: 0, actor_count: 0, first_at: m.created_at, updated_at: m.created_at });
+      }
+      const ops = keys.map((key) => {
+        const m = marked.get(key) as MarkedInGroup;
+        const onInsert = inserts.get(key);
+        return {
+          updateOne: {
+            filter: { _id: key, tenant_id: tenantId, [APPLIED_FIELD]: { $ne: changeId } },
+            update: {
+              $inc: { unseen: -m.seen, unread: -m.read },
+              // The aggregate names only groups with a stamp: one of the two is set.
+              $max: m.seen > 0 ? { seen_at: at, ...(m.read > 0 ? { read_at: at } : {}) } : { read_at: at },
+              $push: { [APPLIED_FIELD]: changeId },
+              ...(onInsert ? { $setOnInsert: onInsert } : {}),
+            },
+            ...(onInsert ? { upsert: true } : {}),
+          },
+        };
+      });
+      try {
+        await groups.bulkWrite(ops, { ordered: false });
+      } catch (e) {
+        // An upsert whose group holds this mark already, or was inserted meanwhile by its first
+        // member: once more (the filter then matches, or the mark is applied).
+        if (!isDuplicateKey(e)) throw e;
+        await groups.bulkWrite(ops.map((op) => ({ updateOne: { ...op.updateOne, upsert: false } })), { ordered: false });
+      }
+      return keys;
+    },
+
+    /** Takes settled marks' ids off the `applied` lists of their owners' groups (`groupMarksTarget`). */
+    async pullMarks(applied: readonly AppliedIds[]): Promise<void> {
+      await Promise.all(
+        applied.map(async ({ id, changes }) => {
+          const parsed: unknown = JSON.parse(id);
+          if (!Array.isArray(parsed) || typeof parsed[0] !== "string" || typeof parsed[1] !== "string") return;
+          await groups.updateMany({ tenant_id: parsed[0], owner: parsed[1], [APPLIED_FIELD]: { $in: changes } }, { $pullAll: { [APPLIED_FIELD]: changes } });
+        }),
+      );
+    },
+
+    /**
+     * The owner's groups counted: those with an unseen member, those with an unread one. One
+     * aggregate over the owner's groups with either (grouped by their two counts: few distinct
+     * pairs), never over the notifications.
+     */
+    async counts(tenantId: string, owner: string): Promise<{ unseen: number; unread: number }> {
+      const rows = await groups
+        .aggregate<{ _id: { s?: unknown; r?: unknown }; n: number }>([
+          { $match: { tenant_id: tenantId, owner, $or: [{ unseen: { $gt: 0 } }, { unread: { $gt: 0 } }] } },
+          { $group: { _id: { s: "$unseen", r: "$unread" }, n: { $sum: 1 } } },
+        ])
+        .toArray();
+      let unseen = 0;
+      let unread = 0;
+      for (const { _id, n } of rows) {
+        if (typeof _id.s === "number" && _id.s > 0) unseen += n;
+        if (typeof _id.r === "number" && _id.r > 0) unread += n;
+      }
+      return { unseen, unread };
     },
 
     /** Keyset page of the owner's groups, newest update first: `limit + 1` rows. */
@@ -167,12 +273,6 @@ export function createGroupRepository(db: Db) {
     async actors(tenantId: string, key: string, n: number): Promise<string[]> {
       const found = await actors.find({ tenant_id: tenantId, group_key: key }).sort({ last_at: -1, _id: -1 }).limit(n).toArray();
       return found.map((a) => a.actor);
-    },
-
-    /** Records that a mark at `at` set members of `keys` seen (read). */
-    async stampMarked(tenantId: string, owner: string, field: "seen_at" | "read_at", keys: string[], at: Date): Promise<void> {
-      if (keys.length === 0) return;
-      await groups.updateMany({ _id: { $in: keys }, tenant_id: tenantId, owner }, { $max: { [field]: at } });
     },
   };
 }

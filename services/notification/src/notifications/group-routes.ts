@@ -20,8 +20,8 @@ export const GROUP_SHOWN = 5;
 export const MARK_GROUPS_MAX = 100;
 
 export interface GroupServiceDeps {
-  notifications: Pick<NotificationRepository, "groupPage" | "groupsWithout" | "latestOf">;
-  groups: Pick<GroupRepository, "page" | "get" | "actors" | "actorsOf">;
+  notifications: Pick<NotificationRepository, "groupPage" | "latestOf">;
+  groups: Pick<GroupRepository, "page" | "get" | "actors" | "actorsOf" | "counts">;
   changes: Pick<CountChanges, "mark">;
   actorUsers: (ctx: HandlerContext, tenantId: string, actors: string[]) => Promise<ActorUsers>;
 }
@@ -48,12 +48,6 @@ function selectionOf(sel: GroupSelection | undefined, path: string): "all" | str
   const bad = sel.groupKeys.findIndex((k) => !GROUP_KEY.test(k));
   if (bad >= 0) throw validationFailed([{ path: `${path}.${bad}`, message: "must be a group key (32 hex characters)" }]);
   return [...new Set(sel.groupKeys)];
-}
-
-/** The owner's groups counted: those with an unseen member, those with an unread one. */
-export async function groupCounts(notifications: Pick<NotificationRepository, "groupsWithout">, tenantId: string, owner: string) {
-  const [unseen, unread] = await Promise.all([notifications.groupsWithout(tenantId, owner, "seen_at"), notifications.groupsWithout(tenantId, owner, "read_at")]);
-  return { unseen: unseen.size, unread: unread.size };
 }
 
 /** The notification service's group RPCs: pages of groups, a group's members, marks by group. */
@@ -87,7 +81,7 @@ export function createGroupService(deps: GroupServiceDeps): GroupMethods {
   }
 
   /** The page's groups as the RPC answers them; `unseen`/`unread`: the owner's groups with such a member. */
-  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[], unseen: Set<string>, unread: Set<string>): Promise<NotificationGroup[]> {
+  async function toGroups(ctx: HandlerContext, tenantId: string, owner: string, page: GroupDoc[]): Promise<NotificationGroup[]> {
     const shown = await shownOf(tenantId, owner, page);
     const users = await deps.actorUsers(ctx, tenantId, shown.flatMap((s) => [...s.actors, ...s.latest.map((d) => d.actor)]));
     return page.map((g, i) => {
@@ -108,8 +102,9 @@ export function createGroupService(deps: GroupServiceDeps): GroupMethods {
         latest: latest.map((d) => toProto(d, users)),
         firstAt: toTimestamp(g.first_at),
         updatedAt: toTimestamp(g.updated_at),
-        seenAt: unseen.has(g._id) ? undefined : toTimestamp(g.seen_at ?? g.updated_at),
-        readAt: unread.has(g._id) ? undefined : toTimestamp(g.read_at ?? g.updated_at),
+        // A group is unseen (unread) while a member is: its count of such members is above 0.
+        seenAt: (g.unseen ?? 0) > 0 ? undefined : toTimestamp(g.seen_at ?? g.updated_at),
+        readAt: (g.unread ?? 0) > 0 ? undefined : toTimestamp(g.read_at ?? g.updated_at),
       });
     });
   }
@@ -122,13 +117,12 @@ export function createGroupService(deps: GroupServiceDeps): GroupMethods {
       const rows = await groups.page(tenant, owner, limit, groupCursorOf(req.page?.cursor));
       const page = rows.slice(0, limit);
       const last = page[page.length - 1];
-      // The owner's unseen (unread) groups give both the page's counts and each shown group's state.
-      const [unseen, unread] = await Promise.all([notifications.groupsWithout(tenant, owner, "seen_at"), notifications.groupsWithout(tenant, owner, "read_at")]);
+      const counts = await groups.counts(tenant, owner);
       return {
-        groups: await toGroups(ctx, tenant, owner, page, unseen, unread),
+        groups: await toGroups(ctx, tenant, owner, page),
         next: rows.length > limit && last ? encodeCursor([last.updated_at.getTime(), last._id]) : "",
-        unseen: BigInt(unseen.size),
-        unread: BigInt(unread.size),
+        unseen: BigInt(counts.unseen),
+        unread: BigInt(counts.unread),
       };
     },
 
@@ -159,7 +153,7 @@ export function createGroupService(deps: GroupServiceDeps): GroupMethods {
       // The members of the named groups: the mark's filter names the owner, so others' keys match nothing.
       const members = (sel: "all" | string[] | null): Selection | null => (sel === null || sel === "all" ? sel : { groups: sel });
       await changes.mark(tenant, owner, members(seen), members(read));
-      const after = await groupCounts(notifications, tenant, owner);
+      const after = await groups.counts(tenant, owner);
       return { unseen: BigInt(after.unseen), unread: BigInt(after.unread) };
     },
   };

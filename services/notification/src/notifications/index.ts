@@ -3,8 +3,7 @@ import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, t
 import { createCountChanges, type Added } from "./changes.js";
 import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
-import { createGroupRepository } from "./group-repository.js";
-import { groupCounts } from "./group-routes.js";
+import { createGroupRepository, GROUP_MARKS } from "./group-repository.js";
 import { createNotificationHandler } from "./handler.js";
 import { createNotificationRepository, NOTIFICATIONS } from "./notification-repository.js";
 import { createNotificationService } from "./routes.js";
@@ -36,12 +35,18 @@ export async function createNotifications(deps: {
   const counts = createCountsRepository(deps.db, deps.redis, deps.log);
   const groups = createGroupRepository(deps.db);
   const inserts = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.inserts });
-  const marks = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log, graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS });
+  const marks = createOutbox({
+    db: deps.db,
+    nats: deps.nats,
+    log: deps.log,
+    graceMs: deps.graceMs?.marks ?? MARK_GRACE_MS,
+    clearTargets: { [GROUP_MARKS]: (applied) => groups.pullMarks(applied) },
+  });
 
   /** A new notification's group summary: its group after it, and the owner's group counts now. */
   async function summaryOf(added: Added): Promise<NotificationGroupSummary> {
     const n = added.notification;
-    const c = await groupCounts(notifications, n.tenant_id, n.owner);
+    const c = await groups.counts(n.tenant_id, n.owner);
     const g = added.group;
     return {
       group: { group_key: n.group_key, activity_count: g?.activity_count ?? 1, actor_count: g?.actor_count ?? 1 },
@@ -54,7 +59,7 @@ export async function createNotifications(deps: {
   const live = {
     added: async (a: Added) => stream.added(a.notification, a.counts, { ...(await summaryOf(a)) }),
     async counts(tenantId: string, owner: string, changeId: string, c: { unseen: number; unread: number }) {
-      const g = await groupCounts(notifications, tenantId, owner);
+      const g = await groups.counts(tenantId, owner);
       await stream.counts(tenantId, owner, changeId, c, { groups_unseen: g.unseen, groups_unread: g.unread });
     },
   };

@@ -75,17 +75,30 @@ export function createNotificationRepository(db: Db) {
       return notifications.find({ ...ofOwner(tenantId, owner), group_key: { $in: keys } }).sort({ created_at: -1, _id: -1 }).limit(limit).toArray();
     },
 
-    /** The owner's groups holding a notification with `field` unset (unseen or unread): a group is unseen while any member is. */
-    async groupsWithout(tenantId: string, owner: string, field: "seen_at" | "read_at"): Promise<Set<string>> {
-      const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: null });
-      return new Set(found.filter((k): k is string => typeof k === "string"));
+    /**
+     * What mark `changeId` stamped, per group: members it set seen (`seen_by`) and read
+     * (`read_by`). One aggregate over the mark's stamps.
+     */
+    async markedInGroups(tenantId: string, owner: string, changeId: string): Promise<Map<string, { seen: number; read: number }>> {
+      const rows = await notifications
+        .aggregate<{ _id: { g?: unknown; s?: unknown; r?: unknown }; n: number }>([
+          { $match: { ...ofOwner(tenantId, owner), $or: [{ seen_by: changeId }, { read_by: changeId }] } },
+          { $group: { _id: { g: "$group_key", s: "$seen_by", r: "$read_by" }, n: { $sum: 1 } } },
+        ])
+        .toArray();
+      const marked = new Map<string, { seen: number; read: number }>();
+      for (const { _id, n } of rows) {
+        if (typeof _id.g !== "string") continue; // from before groups existed
+        const m = marked.get(_id.g) ?? { seen: 0, read: 0 };
+        if (_id.s === changeId) m.seen += n;
+        if (_id.r === changeId) m.read += n;
+        marked.set(_id.g, m);
+      }
+      return marked;
     },
 
-    /** The groups whose members mark `changeId` stamped (`seen_by` / `read_by`). */
-    async groupsStamped(tenantId: string, owner: string, field: "seen_by" | "read_by", changeId: string): Promise<string[]> {
-      const found: unknown[] = await notifications.distinct("group_key", { ...ofOwner(tenantId, owner), [field]: changeId });
-      return found.filter((k): k is string => typeof k === "string");
-    },
+    /** One member of group `key` (a mark's stamp may reach a group before its first +1 stored it). */
+    memberOf: (tenantId: string, owner: string, key: string) => notifications.findOne({ ...ofOwner(tenantId, owner), group_key: key }),
 
     /** Answers false when the notification exists already (a redelivered event). */
     async insert(doc: NotificationDoc): Promise<boolean> {

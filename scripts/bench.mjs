@@ -12,7 +12,7 @@
 //                        under write load, 1,000 idle streams' RSS
 //        --skip-build    do not run tsc -b
 //        --cpu-prof      write a V8 CPU profile of the gateway under load to .cache/bench/prof/
-//                        (bench 1, benches 6 and 8 over their measured rounds, 9 and 12 over their load)
+//                        (bench 1, benches 6 and 8 over their measured rounds, 9, 12 and 14 over their load)
 //        --rounds=N      measured rounds per case of benches 1, 2, 6, 9, 10 and 12 (default 4;
 //                        bench 1 rounds are 2.5 s, the others' 3 s)
 //        --events=N      webhook events bench 11 delivers (default 3000)
@@ -734,7 +734,7 @@ if (want(14)) {
     await before("14");
     try {
       log("bench 14: follows with their counts vs as many bare edge inserts + two $incs");
-      const r = await (await import(pathToFileURL(path).href)).runFollows({ infra, log, rounds });
+      const r = await (await import(pathToFileURL(path).href)).runFollows({ infra, log, rounds, cpuProfDir });
       raw.follows = r;
       const other = r.machine?.otherCores;
       const ms = (x) => `p50 ${fmt(x.p50)} / p99 ${fmt(x.p99)} ms`;

@@ -383,6 +383,8 @@ export function summarizeTargets(targets, acc) {
       seconds: a.seconds,
       // CPU this load generator used while loading this target, in cores.
       loadGeneratorCores: a.cpuS / a.seconds,
+      // Seconds waited for a quiet machine before its rounds (`quiet`), and the waits that ran out.
+      ...(a.quietS === undefined ? {} : { quietS: a.quietS, quietTimeouts: a.quietTimeouts }),
     };
   }
   return out;

@@ -4,7 +4,7 @@
 // during a "cold" round, read CPU per target).
 //
 // argv[2]: JSON {targets: [{name, url, method?, headers?, body?, requests?, make?, amountFrom?,
-//   roundS?, prime?}], connections, warmupS, roundS, rounds, pauseMs?, sequential?}
+//   roundS?, prime?}], connections, warmupS, roundS, rounds, pauseMs?, sequential?, quiet?}
 // make: {module, args}: every request of the target (warm-up and rounds, all connections) is
 //   `request(n, args)` of that module ({method?, path, headers?, body?}), n counting from 0 and
 //   never repeating: requests that must each be new (a reaction per user and activity).
@@ -15,6 +15,10 @@
 // so that a machine shared with other work skews them alike; {"phase":"measure"} marks the start.
 // sequential: each target in turn gets its warm-up and then all its rounds (write loads, whose
 // after-effects — fan-out backlogs — must not spill into another target's rounds).
+// quiet: {pids, cores, maxMs}: before each measured round, wait until `pids` (the system under
+//   test) and the shared servers together use less than `cores` over a 250 ms window (at most
+//   `maxMs`): the background work a system round left (queues, relays) must not run in the next
+//   round, least of all in its floor's. The wait is reported per target (quietS, quietTimeouts).
 // Before each measured round it prints {"phase":"round",target,round}, waits `pauseMs`, fetches
 // `prime` once if given (a request outside the measurement), then loads; after it prints
 // {"phase":"roundEnd",target,round,ok,sent}. After every round and warm-up it waits as long as the
@@ -23,7 +27,7 @@
 // {"phase":"settled",target,round}.
 // One JSON line of figures at the end.
 import autocannon from "autocannon";
-import { sleep, summarizeTargets } from "./lib.mjs";
+import { cpuSecondsOf, infraSecondsBy, sleep, summarizeTargets } from "./lib.mjs";
 
 const opts = JSON.parse(process.argv[2] ?? "{}");
 const emit = (m) => process.stdout.write(`${JSON.stringify(m)}\n`);
@@ -75,7 +79,7 @@ function once(target, seconds, sink, amount) {
 }
 
 const acc = Object.fromEntries(
-  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0, lastOk: 0 }]),
+  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0, lastOk: 0, quietS: 0, quietTimeouts: 0 }]),
 );
 const settle = (res) => sleep(Math.min(5000, res.slowest));
 async function warmup(t) {
@@ -83,8 +87,27 @@ async function warmup(t) {
   if (opts.warmupS > 0) await settle(await once(t, opts.warmupS, null));
 }
 
+/** Waits until the system and the shared servers are quiet (opts.quiet); answers seconds waited and whether it got there. */
+async function quiet() {
+  const q = opts.quiet;
+  if (!q) return { s: 0, ok: true };
+  const t0 = performance.now();
+  const busy = () => q.pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0) + infraSecondsBy().total;
+  for (;;) {
+    const b0 = busy();
+    const w0 = performance.now();
+    await sleep(250);
+    const cores = (busy() - b0) / ((performance.now() - w0) / 1000);
+    if (cores < q.cores) return { s: (performance.now() - t0) / 1000, ok: true };
+    if (performance.now() - t0 > q.maxMs) return { s: (performance.now() - t0) / 1000, ok: false };
+  }
+}
+
 async function round(t, r) {
   const a = acc[t.name];
+  const q = await quiet();
+  a.quietS += q.s;
+  if (!q.ok) a.quietTimeouts++;
   emit({ phase: "round", target: t.name, round: r });
   if (opts.pauseMs) await sleep(opts.pauseMs);
   if (t.prime) await fetch(t.prime.url, { headers: t.prime.headers ?? {} }).then((res) => res.arrayBuffer()).catch(() => undefined);

@@ -9,7 +9,7 @@
 // MongoDB commands each reaction cost on its request path are counted (the background's not).
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
-import { copyIndexes, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
+import { QUIET, copyIndexes, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
 
 export async function runReactions({ infra, log, activities = 100, rounds = 4, roundS = 3, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 9", async (c) => {
@@ -49,7 +49,7 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
     // but for background work).
     const profiling = Boolean(cpuProfDir && c.gatewayPid);
     if (profiling) process.kill(c.gatewayPid, "SIGUSR2");
-    const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100 });
+    const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100, quiet: QUIET(c) });
     let cpuProfile;
     if (profiling) {
       process.kill(c.gatewayPid, "SIGUSR2");

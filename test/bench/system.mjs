@@ -182,6 +182,14 @@ export async function copyIndexes(db, from, to) {
  * shared servers used over that target's own rounds, and to the whole the machine's CPU use.
  * @param {{name:string, url:string, pid:number, [k:string]:any}[]} targets
  */
+/**
+ * The `quiet` option of `load` for a bench whose system rounds leave background work (queues,
+ * relays) and take turns with a floor: each round starts once the system's process and the shared
+ * servers together use less than 0.15 cores (at most 20 s), so neither's round pays for the
+ * other's leftovers.
+ */
+export const QUIET = (c) => ({ pids: [c.gatewayPid].filter(Boolean), cores: 0.15, maxMs: 20_000 });
+
 export async function load(targets, o, hooks = {}) {
   const pidOf = Object.fromEntries(targets.map((t) => [t.name, t.pid]));
   const perTarget = Object.fromEntries(targets.map((t) => [t.name, { serverS: 0, infraS: 0, wallS: 0, serverAllS: 0, infraAllS: 0, infraBy: {} }]));
@@ -250,6 +258,7 @@ export const fmt = (x) =>
   `server ${(x.cpu.serverCores * 100).toFixed(0)}% core (${x.cpu.serverCpuMsPerRequest.toFixed(2)} ms CPU/req), ` +
   `shared servers ${(x.cpu.infraCores * 100).toFixed(0)}% (${x.cpu.infraCpuMsPerRequest.toFixed(2)} ms CPU/req: ` +
   `${serversText(x.cpu.infraCpuMsPerRequestBy)})` +
+  (x.quietS === undefined ? "" : `; waited ${x.quietS.toFixed(1)} s for a quiet machine before its rounds${x.quietTimeouts ? ` (${x.quietTimeouts} waits ran out)` : ""}`) +
   (x.non2xx || x.errors ? `; ${x.non2xx} non-2xx, ${x.errors} errors ${JSON.stringify(x.statuses)}` : "");
 
 export const machineNote = (m) =>

@@ -9,9 +9,9 @@
 //
 //   GET /v1/notifications/groups?owner=…&limit=20   the grouped page (issue 23) as the service
 //       reads it: the keyset query on notification_groups ({tenant_id, owner} sorted
-//       {updated_at:-1, _id:-1}, limit n+1), the owner's unseen and unread groups (distinct group
-//       keys of notifications with seen_at / read_at null, which also give each group's state), the
-//       page's latest members and actors in one query each (5 per group on the page), one more per
+//       {updated_at:-1, _id:-1}, limit n+1), the owner's unseen and unread groups (one aggregate
+//       over the owner's groups with unseen or unread members, by those two counts; each group's
+//       state is its own counts), the page's latest members and actors in one query each (5 per group on the page), one more per
 //       group a busier one crowded out, then the users of both; answers {results, next, unseen, unread}.
 //
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT. Prints {"ready":true,"url":...}.
@@ -68,7 +68,19 @@ app.get("/v1/notifications", async (req) => {
 });
 const groups = db.collection("notification_groups");
 const groupActors = db.collection("notification_group_actors");
-const distinctKeys = async (filter) => new Set((await notifications.distinct("group_key", filter)).filter((k) => typeof k === "string"));
+/** The owner's groups with an unseen (unread) member: one aggregate over the groups, as the service counts them. */
+const groupCounts = async (base) => {
+  const rows = await groups
+    .aggregate([{ $match: { ...base, $or: [{ unseen: { $gt: 0 } }, { unread: { $gt: 0 } }] } }, { $group: { _id: { s: "$unseen", r: "$unread" }, n: { $sum: 1 } } }])
+    .toArray();
+  let unseen = 0;
+  let unread = 0;
+  for (const { _id, n } of rows) {
+    if (_id.s > 0) unseen += n;
+    if (_id.r > 0) unread += n;
+  }
+  return { unseen, unread };
+};
 const notificationJson = (n, byId) => ({
   id: n._id,
   verb: n.verb,
@@ -85,11 +97,7 @@ app.get("/v1/notifications/groups", async (req) => {
   const owner = String(req.query.owner);
   const limit = Math.max(1, Math.min(100, Number(req.query.limit ?? 20) || 20));
   const base = { tenant_id: tenant, owner };
-  const [rows, unseen, unread] = await Promise.all([
-    groups.find(base).sort({ updated_at: -1, _id: -1 }).limit(limit + 1).toArray(),
-    distinctKeys({ ...base, seen_at: null }),
-    distinctKeys({ ...base, read_at: null }),
-  ]);
+  const [rows, counts] = await Promise.all([groups.find(base).sort({ updated_at: -1, _id: -1 }).limit(limit + 1).toArray(), groupCounts(base)]);
   const page = rows.slice(0, limit);
   const keys = page.map((g) => g._id);
   const [members, actorRows] = await Promise.all([
@@ -131,12 +139,12 @@ app.get("/v1/notifications/groups", async (req) => {
       latest: shown[i].latest.map((n) => notificationJson(n, byId)),
       first_at: iso(g.first_at),
       updated_at: iso(g.updated_at),
-      seen_at: unseen.has(g._id) ? null : iso(g.seen_at ?? g.updated_at),
-      read_at: unread.has(g._id) ? null : iso(g.read_at ?? g.updated_at),
+      seen_at: (g.unseen ?? 0) > 0 ? null : iso(g.seen_at ?? g.updated_at),
+      read_at: (g.unread ?? 0) > 0 ? null : iso(g.read_at ?? g.updated_at),
     })),
     next: rows.length > limit && last ? encodeCursor([last.updated_at.getTime(), last._id]) : null,
-    unseen: unseen.size,
-    unread: unread.size,
+    unseen: counts.unseen,
+    unread: counts.unread,
   };
 });
 await serveBare(app, client);

@@ -115,18 +115,13 @@ export async function runFeedReads({ infra, log, rounds = 4, roundS = 3, warmupS
 
     // Cold: the head keys of timeline:reader, the cached activities of page 1, and the read-cache
     // entries of its actor users and objects.
-    const key = (...p) => [c.namespace, ...p].join(":");
+    // Keys as kit's tenantKey names them: <namespace>:{t:<tenant>}:<parts> (one hash slot per tenant).
+    const key = (...p) => [c.namespace, `{t:${c.tenant.id}}`, ...p].join(":");
     const readCacheKeys = [
-      ...new Set(p1.results.map((a) => key("rc", "user", c.tenant.id, a.actor.slice("user:".length)))),
-      ...new Set(p1.results.flatMap((a) => a.refs.map((r) => key("rc", "object", c.tenant.id, r)))),
+      ...new Set(p1.results.map((a) => key("rc", "user", a.actor.slice("user:".length)))),
+      ...new Set(p1.results.flatMap((a) => a.refs.map((r) => key("rc", "object", r)))),
     ];
-    const flushKeys = [
-      key("head", c.tenant.id, "timeline:reader"),
-      key("headp", c.tenant.id, "timeline:reader"),
-      key("headc", c.tenant.id, "timeline:reader"),
-      ...p1.results.map((a) => key("act", c.tenant.id, a.id)),
-      ...readCacheKeys,
-    ];
+    const flushKeys = [key("head", "timeline:reader"), key("headp", "timeline:reader"), key("headc", "timeline:reader"), ...p1.results.map((a) => key("act", a.id)), ...readCacheKeys];
     const flushSet = { keys: flushKeys, activityKeys: p1.results.length };
     if (!(await c.redis.exists(flushKeys[0]))) throw new Error(`no head at ${flushKeys[0]} after a first-page read`);
     const cachedNow = await c.redis.exists(...readCacheKeys);

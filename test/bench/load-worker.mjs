@@ -79,7 +79,7 @@ function once(target, seconds, sink, amount) {
 }
 
 const acc = Object.fromEntries(
-  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0, lastOk: 0, quietS: 0, quietTimeouts: 0 }]),
+  opts.targets.map((t) => [t.name, { latencies: [], statuses: {}, seconds: 0, non2xx: 0, errors: 0, timeouts: 0, roundRps: [], cpuS: 0, sent: 0, lastOk: 0, ...(opts.quiet ? { quietS: 0, quietTimeouts: 0 } : {}) }]),
 );
 const settle = (res) => sleep(Math.min(5000, res.slowest));
 async function warmup(t) {
@@ -90,7 +90,6 @@ async function warmup(t) {
 /** Waits until the system and the shared servers are quiet (opts.quiet); answers seconds waited and whether it got there. */
 async function quiet() {
   const q = opts.quiet;
-  if (!q) return { s: 0, ok: true };
   const t0 = performance.now();
   const busy = () => q.pids.reduce((sum, pid) => sum + cpuSecondsOf(pid), 0) + infraSecondsBy().total;
   for (;;) {
@@ -105,9 +104,11 @@ async function quiet() {
 
 async function round(t, r) {
   const a = acc[t.name];
-  const q = await quiet();
-  a.quietS += q.s;
-  if (!q.ok) a.quietTimeouts++;
+  if (opts.quiet) {
+    const q = await quiet();
+    a.quietS += q.s;
+    if (!q.ok) a.quietTimeouts++;
+  }
   emit({ phase: "round", target: t.name, round: r });
   if (opts.pauseMs) await sleep(opts.pauseMs);
   if (t.prime) await fetch(t.prime.url, { headers: t.prime.headers ?? {} }).then((res) => res.arrayBuffer()).catch(() => undefined);

@@ -16,7 +16,9 @@ import type { NotificationDoc } from "../src/notifications/notification-reposito
 const peers = () => ({ users: { getUsers: async () => ({ users: [] }) } }) as unknown as Pick<Clients, "users">;
 
 describe("notification groups, once per member", { timeout: 60_000 }, () => {
-  const env = createTestEnv("notify_groups", { db: true, nats: true, redis: true });
+  // Each command as "<name> <collection>" (the group heads' reads are counted).
+  const commands: string[] = [];
+  const env = createTestEnv("notify_groups", { db: { onCommand: (e) => void commands.push(`${e.commandName} ${String(e.command[e.commandName])}`) }, nats: true, redis: true });
   beforeAll(env.open);
   afterAll(env.close);
 
@@ -64,6 +66,17 @@ describe("notification groups, once per member", { timeout: 60_000 }, () => {
     await n.changesForTests.add(doc("ann", "bob"));
     await n.changesForTests.add(doc("ann", "cat"));
     expect(await groups("ann")).toEqual([[3, 2]]);
+  });
+
+  it("members within their group's window join it without reading its head again (the process keeps it)", async () => {
+    const { n, groups, doc } = await setUp();
+    commands.length = 0;
+    const first = await n.changesForTests.add(doc("jo", "u0"));
+    for (let i = 1; i < 5; i++) await n.changesForTests.add(doc("jo", `u${i}`));
+    expect(await groups("jo")).toEqual([[5, 5]]);
+    expect(first?.notification.group_key).toMatch(/^[0-9a-f]{32}$/);
+    // The first member read the head (none) and opened it; the four after it read nothing.
+    expect(commands.filter((c) => c === "find notification_group_heads")).toHaveLength(1);
   });
 
   it("a redelivered event of a stored notification changes no group", async () => {

@@ -81,8 +81,14 @@ export const groupTarget = (groupKey: string): OutboxTarget => ({ collection: GR
 export const GROUP_MARKS = "notification_group_marks";
 export const groupMarksTarget = (tenantId: string, owner: string): OutboxTarget => ({ collection: GROUP_MARKS, id: JSON.stringify([tenantId, owner]) });
 
+/** How long a process keeps a group head it read (assign), and how many it keeps. */
+const HEAD_CACHE_MS = 60_000;
+const HEAD_CACHE_MAX = 10_000;
+
 export function createGroupRepository(db: Db) {
   const heads: Collection<HeadDoc> = db.collection<HeadDoc>(HEADS);
+  /** Heads read or written by this process: which group of a base collects, since when. */
+  const kept = new Map<string, { seq: number; openedAt: number; until: number }>();
   const groups: Collection<GroupDoc> = db.collection<GroupDoc>(GROUPS);
   const actors: Collection<ActorDoc> = db.collection<ActorDoc>(ACTORS);
 
@@ -102,18 +108,36 @@ export function createGroupRepository(db: Db) {
       await actors.createIndex({ tenant_id: 1, group_key: 1, last_at: -1 });
     },
 
-    /** The key of the group `n` joins: the base's collecting group, or the next one when its window is over. */
+    /**
+     * The key of the group `n` joins: the base's collecting group, or the next one when its window
+     * is over. The head last read (or written) here is kept for HEAD_CACHE_MS: a member within its
+     * window joins it without a read. (Another process may have opened the base's next group
+     * meanwhile; only a member acting before that group opened can still be within the kept
+     * head's window, and it then joins the group whose window holds its act. Its notification's id
+     * comes from its event, so a redelivery that lands elsewhere inserts nothing and counts
+     * nothing twice.)
+     */
     async assign(n: Pick<NotificationDoc, "tenant_id" | "owner" | "created_at" | "verb" | "object" | "reaction_kind" | "activity_id" | "parent_id">): Promise<string> {
       const { base } = groupBaseOf(n);
       const _id = headIdOf(n.tenant_id, n.owner, base);
-      const at = n.created_at;
+      const at = n.created_at.getTime();
+      const keep = (seq: number, openedAt: number) => {
+        if (kept.size >= HEAD_CACHE_MAX) kept.clear();
+        kept.set(_id, { seq, openedAt, until: Date.now() + HEAD_CACHE_MS });
+      };
+      const known = kept.get(_id);
+      if (known && known.until > Date.now() && at < known.openedAt + GROUP_WINDOW_MS) return groupKeyOf(n.tenant_id, n.owner, base, known.seq);
       for (let attempt = 0; attempt < 20; attempt++) {
         const head = await heads.findOne({ _id, tenant_id: n.tenant_id });
         // A late member (acted before the window opened) joins the collecting group too.
-        if (head && at.getTime() < head.opened_at.getTime() + GROUP_WINDOW_MS) return groupKeyOf(n.tenant_id, n.owner, base, head.seq);
+        if (head && at < head.opened_at.getTime() + GROUP_WINDOW_MS) {
+          keep(head.seq, head.opened_at.getTime());
+          return groupKeyOf(n.tenant_id, n.owner, base, head.seq);
+        }
         if (!head) {
           try {
-            await heads.insertOne({ _id, tenant_id: n.tenant_id, seq: 1, opened_at: at });
+            await heads.insertOne({ _id, tenant_id: n.tenant_id, seq: 1, opened_at: n.created_at });
+            keep(1, at);
             return groupKeyOf(n.tenant_id, n.owner, base, 1);
           } catch (e) {
             if (!isDuplicateKey(e)) throw e;
@@ -121,8 +145,11 @@ export function createGroupRepository(db: Db) {
           }
         }
         const seq = head.seq + 1;
-        const moved = await heads.updateOne({ _id, tenant_id: n.tenant_id, seq: head.seq }, { $set: { seq, opened_at: at } });
-        if (moved.modifiedCount === 1) return groupKeyOf(n.tenant_id, n.owner, base, seq);
+        const moved = await heads.updateOne({ _id, tenant_id: n.tenant_id, seq: head.seq }, { $set: { seq, opened_at: n.created_at } });
+        if (moved.modifiedCount === 1) {
+          keep(seq, at);
+          return groupKeyOf(n.tenant_id, n.owner, base, seq);
+        }
       }
       throw new Error(`notification group head ${_id}: too many racing openers`);
     },

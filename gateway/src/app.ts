@@ -92,7 +92,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<FastifyInstance> 
   });
   await hub.start();
   app.addHook("onClose", async () => hub.stop());
-  streamRoutes(app, routes, { hub, tickets: createTickets(deps.redis), slots: createStreamSlots(deps.redis), nats: deps.nats, log, config });
+  streamRoutes(app, routes, { hub, tickets: createTickets(deps.redis), slots: createStreamSlots(deps.redis), redis: deps.redis, nats: deps.nats, log, config });
 
   // One handler per route of the table: a route left out stops the boot here.
   routes.assertServes(operations);

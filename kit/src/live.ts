@@ -1,7 +1,8 @@
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { DiscardPolicy, RetentionPolicy, StorageType } from "nats";
 import { isNotFound, publishOptions, type Nats } from "./nats.js";
 import type { OutboxMessage } from "./outbox.js";
+import type { RedisConn } from "./redis.js";
 
 // The live stream's events (docs/stream.md): producers publish one message per feed (or per
 // notification owner) to the `live` JetStream stream, which is the replay buffer: limits
@@ -9,8 +10,17 @@ import type { OutboxMessage } from "./outbox.js";
 // notifications) keeps its newest events for the window. The stream sequence is the cursor:
 // one total order over every event, so a client's feed set replays in order from any point.
 // The gateways read it (one ordered consumer per gateway process, and per resume a replay).
+//
+// A feed's events go into the buffer only while the feed is watched: a gateway marks each feed a
+// stream opens on (a Redis key per tenant and feed, kept for the replay window after the last
+// stream on it ends) with the stream's sequence when the mark was made, and producers publish an
+// activity's per-feed events (fan-out, patches, deletes) only to marked feeds. An event left out
+// belongs to a feed nobody could resume: a resume of a feed whose mark is newer than its cursor
+// (or gone) is told `reset` instead. What a producer leaves out had its entry written before it
+// looked at the mark, so a stream that made the mark after sees it in its first read over REST.
+// Without Redis a producer publishes to every feed.
 
-export type LiveEventType = "activity.added" | "activity.updated" | "activity.deleted" | "notification.added" | "notification.counts";
+export type LiveEventType = "activity.added" | "activity.updated" | "activity.deleted" | "notification.added" | "notification.counts" | "feed.watched";
 
 /** What a message of the `live` stream carries (JSON). `data` lacks what the gateway resolves at delivery (actor_user). */
 export interface LiveEvent {
@@ -108,4 +118,90 @@ export async function publishLive(nats: Nats, messages: readonly OutboxMessage[]
   for (let i = 0; i < messages.length; i += 64) {
     await Promise.all(messages.slice(i, i + 64).map((m) => nats.js.publish(m.subject, enc.encode(m.data), publishOptions(m.msgId))));
   }
+}
+
+/** The key that says a tenant's feed is watched; it holds the stream sequence when the mark was made. */
+export const liveWatchKey = (redis: RedisConn, tenantId: string, feed: string) => redis.tenantKey(tenantId, "lw", feed);
+
+/** MGETs of marks at most this many keys at once. */
+const WATCH_CHUNK = 500;
+
+/**
+ * Of a tenant's `feeds`, those a stream watched within the replay window (marked): the feeds whose
+ * live events go into the buffer. Every feed when Redis does not answer.
+ */
+export async function watchedFeeds(redis: RedisConn, tenantId: string, feeds: readonly string[]): Promise<string[]> {
+  if (feeds.length === 0) return [];
+  try {
+    const watched: string[] = [];
+    for (let i = 0; i < feeds.length; i += WATCH_CHUNK) {
+      const part = feeds.slice(i, i + WATCH_CHUNK);
+      const marks = await redis.redis.mget(...part.map((f) => liveWatchKey(redis, tenantId, f)));
+      part.forEach((f, j) => {
+        if (marks[j] !== null && marks[j] !== undefined) watched.push(f);
+      });
+    }
+    return watched;
+  } catch {
+    return [...feeds];
+  }
+}
+
+/** The event type of a mark's message in a feed's subject: the buffer's point from which the feed is complete (gateways skip it). */
+export const LIVE_MARK_TYPE = "feed.watched";
+/** A mark being made: its message is not published yet (a resume counts it as missing). */
+const PENDING = "pending";
+
+/**
+ * Marks a tenant's `feeds` watched for `ttlMs` more. A feed without a mark gets one: its subject
+ * gets a mark message first, whose stream sequence the mark then holds, so a cursor at or after
+ * it is complete for the feed (every event of the feed published after the mark was made has a
+ * later sequence). A marked feed keeps its mark. Answers each feed's mark (NaN while another
+ * gateway is making it) and the feeds that had none.
+ */
+export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string, feeds: readonly string[], ttlMs: number): Promise<{ since: Map<string, number>; created: string[] }> {
+  const since = new Map<string, number>();
+  const created: string[] = [];
+  if (feeds.length === 0) return { since, created };
+  // One tenant's keys share a hash slot: one pipeline, also on a cluster.
+  const p = redis.redis.pipeline();
+  for (const f of feeds) {
+    const key = liveWatchKey(redis, tenantId, f);
+    p.set(key, PENDING, "PX", ttlMs, "NX");
+    p.pexpire(key, ttlMs);
+    p.get(key);
+  }
+  const results = (await p.exec()) ?? [];
+  feeds.forEach((f, i) => {
+    const [setErr, set] = results[i * 3] ?? [];
+    const [getErr, value] = results[i * 3 + 2] ?? [];
+    const err = setErr ?? getErr;
+    if (err) throw err instanceof Error ? err : new Error(String(err));
+    if (set === "OK") created.push(f);
+    else since.set(f, value === PENDING || typeof value !== "string" ? NaN : Number(value));
+  });
+  if (created.length === 0) return { since, created };
+  const enc = new TextEncoder();
+  let acks;
+  try {
+    acks = await Promise.all(
+      created.map((f) => {
+        const event: LiveEvent = { type: LIVE_MARK_TYPE, feed: f, data: {} };
+        return nats.js.publish(liveFeedSubject(nats, tenantId, f), enc.encode(JSON.stringify(event)), publishOptions(`live:mark:${randomUUID()}`));
+      }),
+    );
+  } catch (err) {
+    // Not made: the next stream on these feeds makes them (a mark left pending would make every
+    // resume of its feed a reset until it expired).
+    await redis.redis.del(...created.map((f) => liveWatchKey(redis, tenantId, f))).catch(() => undefined);
+    throw err;
+  }
+  const q = redis.redis.pipeline();
+  created.forEach((f, i) => {
+    const seq = acks[i]?.seq ?? NaN;
+    since.set(f, seq);
+    q.set(liveWatchKey(redis, tenantId, f), String(seq), "PX", ttlMs, "XX");
+  });
+  await q.exec();
+  return { since, created };
 }

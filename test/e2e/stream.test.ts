@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { http, newTenant, staffToken, type TestTenant } from "../support/api.js";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { connectNats, liveFeedSubject, liveStreamName, type Nats } from "@feeds/kit";
+import { http, newTenant, queueDrained, staffToken, systemRedis, tenantRedisKey, type TestTenant } from "../support/api.js";
 import { openStream, type SseStream } from "../support/sse.js";
 import { scrape, total } from "../support/metrics.js";
 
@@ -189,6 +190,69 @@ describe("GET /v1/stream", () => {
     const deleted = s.events().filter((e) => e.event === "activity.deleted");
     expect(deleted.map((e) => e.json.feed).sort()).toEqual([`timeline:${fan}`, `user:${star}`].sort());
     expect(deleted[0]?.json.activity.deleted_at).toEqual(expect.any(String));
+  });
+
+  describe("only watched feeds are buffered", () => {
+    let nats: Nats;
+    beforeAll(async () => {
+      nats = await connectNats({ NATS_URL: inject("natsUrl"), FEEDS_NAMESPACE: inject("namespace") }, "stream-test");
+    });
+    afterAll(async () => nats.close());
+    /** Messages the live stream holds for a feed of the tenant. */
+    const buffered = async (feed: string) => {
+      const subject = liveFeedSubject(nats, t.id, feed);
+      const info = await nats.jsm.streams.info(liveStreamName(nats), { subjects_filter: subject });
+      return info.state.subjects?.[subject] ?? 0;
+    };
+    const cursorAfterOne = async (feed: string) => {
+      const s = await stream(`/v1/stream?feeds=${feed}`, { token: server });
+      await s.until("the start", () => s.frames.length >= 1);
+      await post(feed, "note:first");
+      await s.until("its event", () => added(s, feed).length === 1);
+      const cursor = s.lastId() as string;
+      s.close();
+      return cursor;
+    };
+
+    it("fan-out buffers activity.added for the follower feeds a stream watches, and none for the others", async () => {
+      const star = `user:w${randomBytes(3).toString("hex")}`;
+      const [watched, unwatched] = [`timeline:w${randomBytes(3).toString("hex")}`, `timeline:u${randomBytes(3).toString("hex")}`];
+      for (const f of [watched, unwatched]) expect((await http("POST", `/v1/feeds/${path(f)}/follows`, { token: server, body: { target: star } })).status).toBe(201);
+      const s = await stream(`/v1/stream?feeds=${watched}`, { token: server });
+      await s.until("the start", () => s.frames.length >= 1);
+      await post(star, "note:w");
+      await s.until("the watched follower feed's event", () => added(s, watched).length === 1);
+      await queueDrained("fanout");
+      expect(await http("GET", `/v1/feeds/${path(unwatched)}`, { token: server })).toMatchObject({ body: { results: [expect.anything()] } });
+      // The watched feed holds its mark's message (where its buffer starts) and the event.
+      expect({ watched: await buffered(watched), unwatched: await buffered(unwatched) }).toEqual({ watched: 2, unwatched: 0 });
+    });
+
+    it("a resume naming a feed no stream watched before its cursor is reset (cursor_too_old), then live on both", async () => {
+      const [a, b] = [`user:ra${randomBytes(3).toString("hex")}`, `user:rb${randomBytes(3).toString("hex")}`];
+      const cursor = await cursorAfterOne(a);
+      await post(b, "note:unbuffered");
+      const again = await stream(`/v1/stream?feeds=${a},${b}`, { token: server, headers: { "last-event-id": cursor } });
+      await again.until("the reset", () => again.events().length >= 1);
+      expect(again.events()[0]).toMatchObject({ event: "reset", json: { reason: "cursor_too_old" } });
+      const live = await post(b, "note:live");
+      await again.until("the live event", () => added(again, b).length === 1);
+      expect(added(again, b)[0]?.json.activity.id).toBe(live.id);
+    });
+
+    it("a resume of a feed whose mark Redis lost is reset (cursor_too_old): what was left out meanwhile is not missed in silence", async () => {
+      const feed = `user:lost${randomBytes(3).toString("hex")}`;
+      const cursor = await cursorAfterOne(feed);
+      const redis = await systemRedis();
+      try {
+        expect(await redis.redis.del(tenantRedisKey(t.id, "lw", feed))).toBe(1);
+      } finally {
+        await redis.close();
+      }
+      const again = await stream(`/v1/stream?feeds=${feed}`, { token: server, headers: { "last-event-id": cursor } });
+      await again.until("the reset", () => again.events().length >= 1);
+      expect(again.events()[0]).toMatchObject({ event: "reset", json: { reason: "cursor_too_old" } });
+    });
   });
 
   it("notifications=true: notification.added with the counts, then notification.counts after a mark", async () => {

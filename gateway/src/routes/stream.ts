@@ -1,6 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { decodeJwt } from "jose";
-import { FeedsError, forbidden, processMetrics, liveFeedSubject, liveOwnerSubject, unauthenticated, validationFailed, type Config, type Logger, type Nats } from "@feeds/kit";
+import {
+  FeedsError,
+  forbidden,
+  LIVE_AGE_MARGIN_MS,
+  markWatched,
+  processMetrics,
+  liveFeedSubject,
+  liveOwnerSubject,
+  unauthenticated,
+  validationFailed,
+  type Config,
+  type Logger,
+  type Nats,
+  type RedisConn,
+} from "@feeds/kit";
 import { feedSet, operations } from "@feeds/contract";
 import { bearerOf, type TenantAuth } from "../auth.js";
 import { corsHeadersOf } from "../cors.js";
@@ -17,6 +31,8 @@ export interface StreamDeps {
   hub: LiveHub;
   tickets: Tickets;
   slots: StreamSlots;
+  /** Where the watched feeds are marked (kit's markWatched: producers buffer only their events). */
+  redis: RedisConn;
   nats: Nats;
   log: Logger;
   config: Pick<Config, "STREAM_REPLAY_WINDOW_MS" | "STREAM_MAX_PER_USER" | "STREAM_MAX_PER_SERVER" | "STREAM_MAX_PER_PROCESS">;
@@ -33,6 +49,13 @@ function expiryOf(authorization: string | undefined): number | null {
     return null;
   }
 }
+
+/**
+ * How often a gateway renews the marks of the feeds its streams watch (they last the replay window
+ * and an hour more after that). A mark found missing then (Redis lost it) may have left events
+ * out: the streams watching it end, and their resumes are told `reset`.
+ */
+export const MARK_RENEW_MS = 60_000;
 
 /** A comment frame at least this often: proxies keep the connection, clients see it alive. */
 export const HEARTBEAT_MS = 15_000;
@@ -58,6 +81,31 @@ function selectionOf(t: TenantAuth, feeds: readonly string[], notifications: boo
 export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDeps) {
   const { hub, tickets, slots, nats, log, config } = deps;
   const sessions = new Set<Session>();
+  /** The tenant and feeds each open session watches (their marks are renewed while it is open). */
+  const watching = new Map<Session, { tenantId: string; feeds: readonly string[] }>();
+  const markTtlMs = config.STREAM_REPLAY_WINDOW_MS + LIVE_AGE_MARGIN_MS;
+
+  /** Renews every watched feed's mark; the sessions on a feed whose mark was gone end (their clients resume, and are reset). */
+  async function renewMarks(): Promise<void> {
+    const byTenant = new Map<string, Set<string>>();
+    for (const { tenantId, feeds } of watching.values()) {
+      const set = byTenant.get(tenantId) ?? new Set<string>();
+      for (const f of feeds) set.add(f);
+      byTenant.set(tenantId, set);
+    }
+    for (const [tenantId, feeds] of byTenant) {
+      const { created } = await markWatched(nats, deps.redis, tenantId, [...feeds], markTtlMs);
+      if (created.length === 0) continue;
+      const lost = new Set(created);
+      log.warn({ tenant: tenantId, feeds: created.length }, "live stream marks were gone; the streams on those feeds end and resume with a reset");
+      for (const [s, w] of watching) if (w.tenantId === tenantId && w.feeds.some((f) => lost.has(f))) s.end();
+    }
+  }
+  const renewTimer = setInterval(() => {
+    renewMarks().catch((err: unknown) => log.warn({ err: String(err) }, "live stream marks not renewed"));
+  }, MARK_RENEW_MS);
+  renewTimer.unref();
+  app.addHook("onClose", async () => clearInterval(renewTimer));
   /** The selection and token of the ticket a request was authenticated by. */
   const ticketSelection = new WeakMap<FastifyRequest, Selection>();
   const ticketToken = new WeakMap<FastifyRequest, string>();
@@ -116,6 +164,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         log,
         onBeat: () => void slot.renew().catch((err: unknown) => log.warn({ err: String(err) }, "stream lease not renewed")),
         onEnd: () => {
+          watching.delete(session);
           if (sessions.delete(session)) processMetrics().streamsOpen.dec();
           void slot.release().catch((err: unknown) => log.warn({ err: String(err) }, "stream slot not released"));
         },
@@ -124,15 +173,21 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
       try {
         // The watcher is registered (in createSession) before the stream's end is read: every
         // event after `at` reaches it.
+        // The feeds are marked watched from here on: their events go into the buffer. A resume is
+        // complete only where the feed's mark is at or before its cursor. The stream's end is
+        // read after the marks (a new mark's message is behind it).
+        const marks = await markWatched(nats, deps.redis, t.tenant.id, selection.feeds, markTtlMs);
         at = await hub.position();
         if (after && after.seq > at.seq) throw validationFailed([{ path: "last_event_id", message: "cursor from the future" }]);
-        stale = after ? await hub.tooOld(subjects, after, config.STREAM_REPLAY_WINDOW_MS) : false;
+        const unmarked = after !== null && selection.feeds.some((f) => !((marks.since.get(f) ?? NaN) <= after.seq));
+        stale = after ? unmarked || (await hub.tooOld(subjects, after, config.STREAM_REPLAY_WINDOW_MS)) : false;
       } catch (e) {
         session.cancel();
         await slot.release().catch(() => undefined);
         throw e;
       }
       sessions.add(session);
+      watching.set(session, { tenantId: t.tenant.id, feeds: selection.feeds });
       processMetrics().streamsOpen.inc();
       reply.hijack();
       const headers: Record<string, string> = {};

@@ -3,6 +3,7 @@ import {
   actorUserId,
   actorUserJson,
   ensureLiveStream,
+  LIVE_MARK_TYPE,
   liveStreamName,
   scope,
   type Clients,
@@ -82,6 +83,8 @@ export function createLiveHub(deps: { nats: Nats; users: Clients["users"]; log: 
       log.warn({ seq }, "live event not JSON: skipped");
       return null;
     }
+    // A feed's mark (kit's markWatched) is the buffer's bookkeeping, not an event.
+    if (ev.type === LIVE_MARK_TYPE) return null;
     const tenantId = tenantOfSubject(subject);
     let data: Record<string, unknown>;
     if (ev.type.startsWith("activity.")) {

@@ -60,6 +60,8 @@ export interface FanoutDeps {
   beats?: WorkerBeats;
   /** Live writes' fan-out lag (batch imports are not timed). */
   lag?: FanoutLag;
+  /** Of a tenant's feeds, those whose live events are buffered (kit's watchedFeeds); all when absent. */
+  liveFeeds?: (tenantId: string, feeds: string[]) => Promise<string[]>;
 }
 
 export function createFanout(deps: FanoutDeps) {
@@ -137,14 +139,17 @@ export function createFanout(deps: FanoutDeps) {
 
   /**
    * After `doc`'s entries in `feeds` are written: their heads take it and their signals move (the
-   * signals someone reads: signals.ts), then their live streams get activity.added. A batch
-   * import creates no head keys (the heads that exist take it) and no live events.
+   * signals someone reads: signals.ts), then their live streams get activity.added (the feeds a
+   * stream watches: kit's watchedFeeds). A batch import creates no head keys (the heads that
+   * exist take it) and no live events.
    */
   async function showIn(tenantId: string, feeds: string[], doc: ActivityDoc): Promise<void> {
     const entry = { id: doc._id, timeMs: doc.time.getTime() };
     await (doc.batch ? heads.addExisting(tenantId, feeds, entry) : heads.add(tenantId, feeds, entry));
     await signals.bump(tenantId, feeds);
-    if (!doc.batch) await publishLive(nats, liveActivityMessages(nats, tenantId, feeds, "activity.added", liveActivityJson(doc), doc._id));
+    if (doc.batch) return;
+    const watched = deps.liveFeeds ? await deps.liveFeeds(tenantId, feeds) : feeds;
+    await publishLive(nats, liveActivityMessages(nats, tenantId, watched, "activity.added", liveActivityJson(doc), doc._id));
   }
 
   /** Writes a chunk's entries; false when the activity is gone (nothing is left written). */

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createCountSignal, createOutbox, createWorkerBeats, ensureLiveStream, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createCountSignal, createOutbox, createWorkerBeats, ensureLiveStream, ensureQueue, watchedFeeds, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { FeedService, PromotedService } from "@feeds/proto/feeds/feed/v1/feed";
 import { createPromotedModule } from "./promoted-routes.js";
 import { createActivityRepository, withConsoleSignal } from "./activity-repository.js";
@@ -33,10 +33,12 @@ export async function createFeedModule(deps: {
   const cache = createActivityCache(deps.redis);
   const events = createActivityEvents({ peers: deps.peers });
   const beats = createWorkerBeats(deps.redis);
-  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats, lag: createFanoutLag(deps.redis, deps.log) });
+  // Live events of a feed go out while a stream watches it (docs/stream.md).
+  const liveFeeds = (tenantId: string, feeds: string[]) => watchedFeeds(deps.redis, tenantId, feeds);
+  const fanout = createFanout({ nats: deps.nats, activities, entries, signals, heads, cache, peers: deps.peers, events, log: deps.log, beats, lag: createFanoutLag(deps.redis, deps.log), liveFeeds });
   // Activities carry their pending changes (the add's fan-out task, a patch's or delete's event).
   const outbox = createOutbox({ db: deps.db, nats: deps.nats, log: deps.log });
-  const writes = createActivityWrites({ activities, entries, heads, signals, cache, fanout, outbox, nats: deps.nats, consoleSignal });
+  const writes = createActivityWrites({ activities, entries, heads, signals, cache, fanout, outbox, nats: deps.nats, consoleSignal, liveFeeds });
   outbox.register(activities.collection, writes.finish);
   await Promise.all([activities.ensureIndexes(), entries.ensureIndexes(), outbox.ensureIndexes()]);
   const impl = createFeedService({ activities, entries, signals, heads, cache, writes, events, consoleSignal, peers: deps.peers, log: deps.log });

@@ -30,6 +30,8 @@ export interface ActivityWritesDeps {
   nats: Nats;
   /** The console's change signal of activities (count, version). */
   consoleSignal: CountSignal;
+  /** Of a tenant's feeds, those whose live events are buffered (kit's watchedFeeds); all when absent. */
+  liveFeeds?: (tenantId: string, feeds: string[]) => Promise<string[]>;
 }
 
 const kindOf = (change: PendingChange) => change.data?.kind as ActivityChangeKind | undefined;
@@ -73,7 +75,8 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
     await cache.putMany([doc]);
     const feeds = await entries.feedsOf(doc.tenant_id, doc._id);
     await signals.bump(doc.tenant_id, feeds);
-    return publishLiveOr(liveActivityMessages(deps.nats, doc.tenant_id, feeds, "activity.updated", liveActivityJson(doc), `${doc._id}:${doc.version}`));
+    const watched = deps.liveFeeds ? await deps.liveFeeds(doc.tenant_id, feeds) : feeds;
+    return publishLiveOr(liveActivityMessages(deps.nats, doc.tenant_id, watched, "activity.updated", liveActivityJson(doc), `${doc._id}:${doc.version}`));
   }
 
   /**
@@ -88,7 +91,8 @@ export function createActivityWrites(deps: ActivityWritesDeps) {
     await entries.removeActivity(tenantId, id);
     await heads.remove(tenantId, feeds, id);
     await signals.bump(tenantId, feeds);
-    return publishLiveOr(liveActivityMessages(deps.nats, tenantId, feeds, "activity.deleted", liveActivityJson(tombstone, true), id));
+    const watched = deps.liveFeeds ? await deps.liveFeeds(tenantId, feeds) : feeds;
+    return publishLiveOr(liveActivityMessages(deps.nats, tenantId, watched, "activity.deleted", liveActivityJson(tombstone, true), id));
   }
 
   /**

@@ -154,10 +154,15 @@ export function createOutbox(o: OutboxOptions) {
         );
         if (only.matchedCount === its.length) return;
         // Some change was one of several in its document (or gone already): pulled where it still
-        // is (changes nothing where the statement before took it). The flag of a document whose
-        // last change leaves this way goes with the relay's next pass.
+        // is (changes nothing where the statement before took it), then the flag goes from a
+        // document these pulls left without a change (unless one arrived meanwhile).
         await col(name).bulkWrite(
           its.map((it) => ({ updateOne: { filter: { _id: it.docId }, update: { $pull: { outbox: it.change } } } })),
+          { ordered: false },
+        );
+        const docs = [...new Set(its.map((it) => it.docId))];
+        await col(name).bulkWrite(
+          docs.map((id) => ({ updateOne: { filter: { _id: id, outbox: { $size: 0 } }, update: { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } } } })),
           { ordered: false },
         );
       }),

@@ -135,4 +135,15 @@ describe("outbox", { timeout: 30_000 }, () => {
     expect(doc?.outbox?.map((c) => c.id)).toEqual([second.id]);
     expect(doc?.outbox_pending).toBe(true);
   });
+
+  it("two changes of one document cleared in one batch: neither change nor the flag is left", async () => {
+    const outbox = outboxWith(60_000);
+    const first = outbox.change([message("both-1")]);
+    const second = outbox.change([message("both-2")]);
+    await records().insertOne({ _id: "both", ...outbox.forInsert(first) });
+    await records().updateOne({ _id: "both" }, outbox.forUpdate(second));
+    await Promise.all([outbox.settle("records", "both", first), outbox.settle("records", "both", second)]);
+    await outbox.flush();
+    expect(await records().findOne({ _id: "both" })).toEqual({ _id: "both" });
+  });
 });

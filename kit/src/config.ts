@@ -189,6 +189,9 @@ export const configFields = z.object({
   STREAM_MAX_PER_SERVER: z.coerce.number().int().min(1).default(100),
   // Open streams one gateway process holds; one more answers 429.
   STREAM_MAX_PER_PROCESS: z.coerce.number().int().min(1).default(10_000),
+  // How often a gateway renews the marks of the feeds its streams watch (milliseconds); a mark
+  // found gone then ends the streams on its feed (docs/stream.md, "Watched feeds").
+  STREAM_MARK_RENEW_MS: z.coerce.number().int().min(100).max(3600_000).default(60_000),
   // Each end user's own window, percent of its tenant's per-minute limit (checked first).
   USER_RATE_LIMIT_PERCENT: z.coerce.number().int().min(1).max(100).default(10),
   // Percent of a tenant's window that user tokens together may not take: server tokens always

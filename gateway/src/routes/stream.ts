@@ -35,7 +35,7 @@ export interface StreamDeps {
   redis: RedisConn;
   nats: Nats;
   log: Logger;
-  config: Pick<Config, "STREAM_REPLAY_WINDOW_MS" | "STREAM_MAX_PER_USER" | "STREAM_MAX_PER_SERVER" | "STREAM_MAX_PER_PROCESS">;
+  config: Pick<Config, "STREAM_REPLAY_WINDOW_MS" | "STREAM_MAX_PER_USER" | "STREAM_MAX_PER_SERVER" | "STREAM_MAX_PER_PROCESS" | "STREAM_MARK_RENEW_MS">;
   /** Milliseconds between comment frames (at most 15 s). */
   heartbeatMs?: number;
 }
@@ -49,13 +49,6 @@ function expiryOf(authorization: string | undefined): number | null {
     return null;
   }
 }
-
-/**
- * How often a gateway renews the marks of the feeds its streams watch (they last the replay window
- * and an hour more after that). A mark found missing then (Redis lost it) may have left events
- * out: the streams watching it end, and their resumes are told `reset`.
- */
-export const MARK_RENEW_MS = 60_000;
 
 /** A comment frame at least this often: proxies keep the connection, clients see it alive. */
 export const HEARTBEAT_MS = 15_000;
@@ -85,7 +78,11 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
   const watching = new Map<Session, { tenantId: string; feeds: readonly string[] }>();
   const markTtlMs = config.STREAM_REPLAY_WINDOW_MS + LIVE_AGE_MARGIN_MS;
 
-  /** Renews every watched feed's mark; the sessions on a feed whose mark was gone end (their clients resume, and are reset). */
+  /**
+   * Renews every watched feed's mark (every STREAM_MARK_RENEW_MS; a mark lasts the replay window
+   * and an hour after). A mark found gone (Redis lost it) may have left events out: the sessions
+   * on its feed end, and their clients' resumes are told `reset`.
+   */
   async function renewMarks(): Promise<void> {
     const byTenant = new Map<string, Set<string>>();
     for (const { tenantId, feeds } of watching.values()) {
@@ -103,7 +100,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
   }
   const renewTimer = setInterval(() => {
     renewMarks().catch((err: unknown) => log.warn({ err: String(err) }, "live stream marks not renewed"));
-  }, MARK_RENEW_MS);
+  }, config.STREAM_MARK_RENEW_MS);
   renewTimer.unref();
   app.addHook("onClose", async () => clearInterval(renewTimer));
   /** The selection and token of the ticket a request was authenticated by. */

@@ -9,7 +9,7 @@
 // from the gateway's command monitoring (the background clears are not counted).
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
-import { QUIET, copyIndexes, fmt, load, machineNote, until, withSystem } from "./system.mjs";
+import { QUIET, copyIndexes, profiledLoad, fmt, load, machineNote, until, withSystem } from "./system.mjs";
 
 export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS = 3, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 14", async (c) => {
@@ -39,18 +39,7 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
     const ROUTE = "POST /v1/feeds/:group/:id/follows";
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
     const backgroundBefore = await mongoCommands(metricsUrl, "background");
-    // --cpu-prof: the one-process system's profile over the whole load (its floor rounds it idles
-    // but for background work).
-    const profiling = Boolean(cpuProfDir && c.gatewayPid);
-    if (profiling) process.kill(c.gatewayPid, "SIGUSR2");
-    const r = await load(loadTargets, { connections, warmupS, roundS, rounds, pauseMs: 100, quiet: QUIET(c) });
-    let cpuProfile;
-    if (profiling) {
-      process.kill(c.gatewayPid, "SIGUSR2");
-      await new Promise((res) => setTimeout(res, 1000));
-      cpuProfile = join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`);
-      log(`  CPU profile of the system over the load: ${cpuProfile}`);
-    }
+    const { r, cpuProfile } = await profiledLoad(c, cpuProfDir, log, () => load(loadTargets, { connections, warmupS, roundS, rounds, pauseMs: 100, quiet: QUIET(c) }));
     const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
     const background = commandsSince(backgroundBefore, await mongoCommands(metricsUrl, "background"));
     log(`  ${machineNote(r.machine)}`);

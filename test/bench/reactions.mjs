@@ -9,7 +9,7 @@
 // MongoDB commands each reaction cost on its request path are counted (the background's not).
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
-import { QUIET, copyIndexes, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
+import { QUIET, copyIndexes, profiledLoad, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
 
 export async function runReactions({ infra, log, activities = 100, rounds = 4, roundS = 3, warmupS = 1, connections = 10, cpuProfDir }) {
   return withSystem(infra, log, "bench 9", async (c) => {
@@ -45,18 +45,7 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
     const backgroundOf = async () => Promise.all(BACKGROUND.map((w) => mongoCommands(metricsUrl, w)));
     const commandsBefore = await mongoCommands(metricsUrl, ROUTE);
     const backgroundBefore = await backgroundOf();
-    // --cpu-prof: the one-process system's profile over the whole load (its floor rounds it idles
-    // but for background work).
-    const profiling = Boolean(cpuProfDir && c.gatewayPid);
-    if (profiling) process.kill(c.gatewayPid, "SIGUSR2");
-    const r = await load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100, quiet: QUIET(c) });
-    let cpuProfile;
-    if (profiling) {
-      process.kill(c.gatewayPid, "SIGUSR2");
-      await new Promise((res) => setTimeout(res, 1000));
-      cpuProfile = join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`);
-      log(`  CPU profile of the system over the load: ${cpuProfile}`);
-    }
+    const { r, cpuProfile } = await profiledLoad(c, cpuProfDir, log, () => load(targets, { connections, warmupS, roundS, rounds, pauseMs: 100, quiet: QUIET(c) }));
     const { total: commands, byName } = commandsSince(commandsBefore, await mongoCommands(metricsUrl, ROUTE));
     const background = (await backgroundOf()).map((after, i) => commandsSince(backgroundBefore[i], after));
     log(`  ${machineNote(r.machine)}`);

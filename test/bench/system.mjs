@@ -190,6 +190,23 @@ export async function copyIndexes(db, from, to) {
  */
 export const QUIET = (c) => ({ pids: [c.gatewayPid].filter(Boolean), cores: 0.15, maxMs: 20_000 });
 
+/**
+ * --cpu-prof over a bench's whole load: the one-process system's profiler runs while `run()` does
+ * (the floor's rounds included, when the system idles but for its background work). Answers
+ * `run()`'s result and the profile's path (undefined without a profile directory).
+ */
+export async function profiledLoad(c, cpuProfDir, log, run) {
+  const profiling = Boolean(cpuProfDir && c.gatewayPid);
+  if (profiling) process.kill(c.gatewayPid, "SIGUSR2");
+  const r = await run();
+  if (!profiling) return { r, cpuProfile: undefined };
+  process.kill(c.gatewayPid, "SIGUSR2");
+  await sleep(1000);
+  const cpuProfile = join(cpuProfDir, `gateway-${c.gatewayPid}.cpuprofile`);
+  log(`  CPU profile of the system over the load: ${cpuProfile}`);
+  return { r, cpuProfile };
+}
+
 export async function load(targets, o, hooks = {}) {
   const pidOf = Object.fromEntries(targets.map((t) => [t.name, t.pid]));
   const perTarget = Object.fromEntries(targets.map((t) => [t.name, { serverS: 0, infraS: 0, wallS: 0, serverAllS: 0, infraAllS: 0, infraBy: {} }]));

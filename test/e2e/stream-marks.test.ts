@@ -6,8 +6,9 @@ import { startOwnSystem, type OwnSystem } from "../support/own-system.js";
 import { openStream, type SseStream } from "../support/sse.js";
 
 // Watched feeds (docs/stream.md): a gateway renews the marks of the feeds its streams watch; a
-// mark found gone (Redis lost it, so producers may have left events out) ends the streams on that
-// feed, and their resume is told `reset` cursor_too_old instead of missing events in silence.
+// mark found gone or made anew (Redis lost it, so producers may have left events out) ends the
+// streams on that feed, and their resume is told `reset` cursor_too_old instead of missing events
+// in silence.
 //
 // Its own system renews marks every 500 ms (production: every 60 s), so that a lost mark is found
 // within the test's wait.
@@ -53,6 +54,25 @@ describe("a lost watch mark", () => {
       await again.until("the reset", () => again.events().length >= 1);
       expect(again.events()[0]).toMatchObject({ event: "reset", json: { reason: "cursor_too_old" } });
       expect(await redis.redis.exists(liveWatchKey(redis, tenant.id, feed))).toBe(1);
+    } finally {
+      await redis.close();
+    }
+  });
+
+  it("a mark another gateway made anew (after Redis lost it; a new sequence) ends the streams on its feed here too", async () => {
+    const { system, tenant, namespace, infra } = own as OwnSystem;
+    const feed = `user:n${randomBytes(3).toString("hex")}`;
+    const s = await openStream(`/v1/stream?feeds=${feed}`, { url: system.url, token: tenant.token });
+    open.push(s);
+    await s.until("the start", () => s.frames.length >= 1);
+    const redis = await connectRedis({ REDIS_URL: infra.env.REDIS_URL, FEEDS_NAMESPACE: namespace });
+    try {
+      const key = liveWatchKey(redis, tenant.id, feed);
+      const mark = Number(await redis.redis.get(key));
+      expect(mark).toBeGreaterThan(0);
+      // What another gateway leaves when it found the mark gone first: a mark of a later sequence.
+      await redis.redis.set(key, String(mark + 1000), "KEEPTTL");
+      await Promise.race([s.ended, new Promise((_, reject) => setTimeout(() => reject(new Error("the stream did not end after its mark was made anew")), 5000))]);
     } finally {
       await redis.close();
     }

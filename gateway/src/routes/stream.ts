@@ -78,10 +78,31 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
   const watching = new Map<Session, { tenantId: string; feeds: readonly string[] }>();
   const markTtlMs = config.STREAM_REPLAY_WINDOW_MS + LIVE_AGE_MARGIN_MS;
 
+  /** The mark (its sequence) this gateway last saw for each watched feed, by `<tenant>\n<feed>`. */
+  const seen = new Map<string, number>();
+  const markKey = (tenantId: string, feed: string) => `${tenantId}\n${feed}`;
+  /**
+   * Takes note of the marks a stream open or a renewal found. A mark other than the one seen
+   * before was made anew, by this gateway or another: Redis lost the old one, and producers may
+   * have left events out meanwhile. The sessions on those feeds end (their clients' resumes are
+   * told `reset`), except `keep` (the stream being opened, whose own check covers it).
+   */
+  function noteMarks(tenantId: string, since: ReadonlyMap<string, number>, keep?: Session): void {
+    const lost = new Set<string>();
+    for (const [feed, seq] of since) {
+      const k = markKey(tenantId, feed);
+      const before = seen.get(k);
+      if (before !== undefined && Number.isFinite(before) && seq !== before) lost.add(feed);
+      seen.set(k, seq);
+    }
+    if (lost.size === 0) return;
+    log.warn({ tenant: tenantId, feeds: lost.size }, "live stream marks were made anew; the streams on those feeds end and resume with a reset");
+    for (const [s, w] of watching) if (s !== keep && w.tenantId === tenantId && w.feeds.some((f) => lost.has(f))) s.end();
+  }
+
   /**
    * Renews every watched feed's mark (every STREAM_MARK_RENEW_MS; a mark lasts the replay window
-   * and an hour after). A mark found gone (Redis lost it) may have left events out: the sessions
-   * on its feed end, and their clients' resumes are told `reset`.
+   * and an hour after), and forgets the marks of feeds no session watches any more.
    */
   async function renewMarks(): Promise<void> {
     const byTenant = new Map<string, Set<string>>();
@@ -90,13 +111,11 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
       for (const f of feeds) set.add(f);
       byTenant.set(tenantId, set);
     }
-    for (const [tenantId, feeds] of byTenant) {
-      const { created } = await markWatched(nats, deps.redis, tenantId, [...feeds], markTtlMs);
-      if (created.length === 0) continue;
-      const lost = new Set(created);
-      log.warn({ tenant: tenantId, feeds: created.length }, "live stream marks were gone; the streams on those feeds end and resume with a reset");
-      for (const [s, w] of watching) if (w.tenantId === tenantId && w.feeds.some((f) => lost.has(f))) s.end();
+    for (const k of seen.keys()) {
+      const [tenantId = "", feed = ""] = k.split("\n");
+      if (!byTenant.get(tenantId)?.has(feed)) seen.delete(k);
     }
+    for (const [tenantId, feeds] of byTenant) noteMarks(tenantId, (await markWatched(nats, deps.redis, tenantId, [...feeds], markTtlMs)).since);
   }
   const renewTimer = setInterval(() => {
     renewMarks().catch((err: unknown) => log.warn({ err: String(err) }, "live stream marks not renewed"));
@@ -167,13 +186,14 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         },
       });
       let at, stale;
+      let marks: Awaited<ReturnType<typeof markWatched>>;
       try {
         // The watcher is registered (in createSession) before the stream's end is read: every
         // event after `at` reaches it.
         // The feeds are marked watched from here on: their events go into the buffer. A resume is
         // complete only where the feed's mark is at or before its cursor. The stream's end is
         // read after the marks (a new mark's message is behind it).
-        const marks = await markWatched(nats, deps.redis, t.tenant.id, selection.feeds, markTtlMs);
+        marks = await markWatched(nats, deps.redis, t.tenant.id, selection.feeds, markTtlMs);
         at = await hub.position();
         if (after && after.seq > at.seq) throw validationFailed([{ path: "last_event_id", message: "cursor from the future" }]);
         const unmarked = after !== null && selection.feeds.some((f) => !((marks.since.get(f) ?? NaN) <= after.seq));
@@ -185,6 +205,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
       }
       sessions.add(session);
       watching.set(session, { tenantId: t.tenant.id, feeds: selection.feeds });
+      noteMarks(t.tenant.id, marks.since, session);
       processMetrics().streamsOpen.inc();
       reply.hijack();
       const headers: Record<string, string> = {};

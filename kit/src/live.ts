@@ -18,7 +18,10 @@ import type { RedisConn } from "./redis.js";
 // belongs to a feed nobody could resume: a resume of a feed whose mark is newer than its cursor
 // (or gone) is told `reset` instead. What a producer leaves out had its entry written before it
 // looked at the mark, so a stream that made the mark after sees it in its first read over REST.
-// Without Redis a producer publishes to every feed.
+// Without Redis a producer publishes to every feed. An owner's notifications are watched the same
+// way (their mark: `ownerWatchName(owner)` among the names a stream marks): the notification
+// service publishes notification.added and notification.counts, and computes the group counts
+// they carry, only for a watched owner.
 
 export type LiveEventType = "activity.added" | "activity.updated" | "activity.deleted" | "notification.added" | "notification.counts" | "feed.watched";
 
@@ -122,6 +125,21 @@ export async function publishLive(nats: Nats, messages: readonly OutboxMessage[]
 
 /** The key that says a tenant's feed is watched; it holds the stream sequence when the mark was made. */
 export const liveWatchKey = (redis: RedisConn, tenantId: string, feed: string) => redis.tenantKey(tenantId, "lw", feed);
+/** The key that says a tenant's user's notifications are watched (as `liveWatchKey`). */
+export const liveOwnerWatchKey = (redis: RedisConn, tenantId: string, owner: string) => redis.tenantKey(tenantId, "lwn", owner);
+
+/** What `markWatched` is given for an owner's notifications beside feeds (a feed ref starts with its group, never `~`). */
+const OWNER_PREFIX = "~n/";
+export const ownerWatchName = (owner: string) => `${OWNER_PREFIX}${owner}`;
+
+/** The Redis key and the live subject of a watched name: a feed, or an owner's notifications (`ownerWatchName`). */
+function watchTarget(nats: Nats, redis: RedisConn, tenantId: string, name: string): { key: string; subject: string; feed?: string } {
+  if (name.startsWith(OWNER_PREFIX)) {
+    const owner = name.slice(OWNER_PREFIX.length);
+    return { key: liveOwnerWatchKey(redis, tenantId, owner), subject: liveOwnerSubject(nats, tenantId, owner) };
+  }
+  return { key: liveWatchKey(redis, tenantId, name), subject: liveFeedSubject(nats, tenantId, name), feed: name };
+}
 
 /** MGETs of marks at most this many keys at once. */
 const WATCH_CHUNK = 500;
@@ -147,17 +165,30 @@ export async function watchedFeeds(redis: RedisConn, tenantId: string, feeds: re
   }
 }
 
+/**
+ * Whether a stream watched the owner's notifications within the replay window (their live events
+ * go into the buffer). True when Redis does not answer.
+ */
+export async function ownerWatched(redis: RedisConn, tenantId: string, owner: string): Promise<boolean> {
+  try {
+    return (await redis.redis.exists(liveOwnerWatchKey(redis, tenantId, owner))) === 1;
+  } catch {
+    return true;
+  }
+}
+
 /** The event type of a mark's message in a feed's subject: the buffer's point from which the feed is complete (gateways skip it). */
 export const LIVE_MARK_TYPE = "feed.watched";
 /** A mark being made: its message is not published yet (a resume counts it as missing). */
 const PENDING = "pending";
 
 /**
- * Marks a tenant's `feeds` watched for `ttlMs` more. A feed without a mark gets one: its subject
- * gets a mark message first, whose stream sequence the mark then holds, so a cursor at or after
- * it is complete for the feed (every event of the feed published after the mark was made has a
- * later sequence). A marked feed keeps its mark. Answers each feed's mark (NaN while another
- * gateway is making it) and the feeds that had none.
+ * Marks a tenant's `feeds` watched for `ttlMs` more (a name may also be `ownerWatchName(owner)`:
+ * the owner's notifications). A feed without a mark gets one: its subject gets a mark message
+ * first, whose stream sequence the mark then holds, so a cursor at or after it is complete for the
+ * feed (every event of the feed published after the mark was made has a later sequence). A marked
+ * feed keeps its mark. Answers each feed's mark (NaN while another gateway is making it) and the
+ * feeds that had none.
  */
 export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string, feeds: readonly string[], ttlMs: number): Promise<{ since: Map<string, number>; created: string[] }> {
   const since = new Map<string, number>();
@@ -165,8 +196,10 @@ export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string
   if (feeds.length === 0) return { since, created };
   // One tenant's keys share a hash slot: one pipeline, also on a cluster.
   const p = redis.redis.pipeline();
+  const targets = new Map(feeds.map((f) => [f, watchTarget(nats, redis, tenantId, f)]));
+  const keyOf = (f: string) => targets.get(f)?.key ?? liveWatchKey(redis, tenantId, f);
   for (const f of feeds) {
-    const key = liveWatchKey(redis, tenantId, f);
+    const key = keyOf(f);
     p.set(key, PENDING, "PX", ttlMs, "NX");
     p.pexpire(key, ttlMs);
     p.get(key);
@@ -186,21 +219,22 @@ export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string
   try {
     acks = await Promise.all(
       created.map((f) => {
-        const event: LiveEvent = { type: LIVE_MARK_TYPE, feed: f, data: {} };
-        return nats.js.publish(liveFeedSubject(nats, tenantId, f), enc.encode(JSON.stringify(event)), publishOptions(`live:mark:${randomUUID()}`));
+        const target = targets.get(f) ?? watchTarget(nats, redis, tenantId, f);
+        const event: LiveEvent = { type: LIVE_MARK_TYPE, ...(target.feed !== undefined ? { feed: target.feed } : {}), data: {} };
+        return nats.js.publish(target.subject, enc.encode(JSON.stringify(event)), publishOptions(`live:mark:${randomUUID()}`));
       }),
     );
   } catch (err) {
     // Not made: the next stream on these feeds makes them (a mark left pending would make every
     // resume of its feed a reset until it expired).
-    await redis.redis.del(...created.map((f) => liveWatchKey(redis, tenantId, f))).catch(() => undefined);
+    await redis.redis.del(...created.map(keyOf)).catch(() => undefined);
     throw err;
   }
   const q = redis.redis.pipeline();
   created.forEach((f, i) => {
     const seq = acks[i]?.seq ?? NaN;
     since.set(f, seq);
-    q.set(liveWatchKey(redis, tenantId, f), String(seq), "PX", ttlMs, "XX");
+    q.set(keyOf(f), String(seq), "PX", ttlMs, "XX");
   });
   await q.exec();
   return { since, created };

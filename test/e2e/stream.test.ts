@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { connectNats, liveFeedSubject, liveStreamName, type Nats } from "@feeds/kit";
+import { connectNats, liveFeedSubject, liveOwnerSubject, liveStreamName, type Nats } from "@feeds/kit";
 import { http, newTenant, queueDrained, staffToken, systemRedis, tenantRedisKey, type TestTenant } from "../support/api.js";
 import { openStream, type SseStream } from "../support/sse.js";
 import { scrape, total } from "../support/metrics.js";
@@ -199,8 +199,8 @@ describe("GET /v1/stream", () => {
     });
     afterAll(async () => nats.close());
     /** Messages the live stream holds for a feed of the tenant. */
-    const buffered = async (feed: string) => {
-      const subject = liveFeedSubject(nats, t.id, feed);
+    const buffered = async (feed: string) => held(liveFeedSubject(nats, t.id, feed));
+    const held = async (subject: string) => {
       const info = await nats.jsm.streams.info(liveStreamName(nats), { subjects_filter: subject });
       return info.state.subjects?.[subject] ?? 0;
     };
@@ -238,6 +238,30 @@ describe("GET /v1/stream", () => {
       const live = await post(b, "note:live");
       await again.until("the live event", () => added(again, b).length === 1);
       expect(added(again, b)[0]?.json.activity.id).toBe(live.id);
+    });
+
+    it("an owner's notifications are buffered only while a stream watches them; a resume of them from before their mark is reset", async () => {
+      const owner = `nw${randomBytes(3).toString("hex")}`;
+      const mine = await t.user(owner);
+      const subject = liveOwnerSubject(nats, t.id, owner);
+      const follow = async (from: string) =>
+        expect((await http("POST", `/v1/feeds/user/${from}/follows`, { token: server, body: { target: `user:${owner}` } })).status).toBe(201);
+      // Nobody watches: the notification is stored and counted, and nothing is buffered.
+      const feed = `user:nwf${randomBytes(3).toString("hex")}`;
+      const cursor = await cursorAfterOne(feed);
+      await follow("alice");
+      await queueDrained("notify");
+      expect((await http("GET", "/v1/notifications", { token: mine })).body).toMatchObject({ results: [{ verb: "follow", actor: "user:alice" }], unseen: 1 });
+      expect(await held(subject)).toBe(0);
+      // A resume naming the notifications with a cursor from before their mark is reset.
+      const again = await stream(`/v1/stream?feeds=${feed}&notifications=true`, { token: mine, headers: { "last-event-id": cursor } });
+      await again.until("the reset", () => again.events().length >= 1);
+      expect(again.events()[0]).toMatchObject({ event: "reset", json: { reason: "cursor_too_old" } });
+      // Watched now: the next notification is live and buffered after the mark's message.
+      await follow("bob");
+      await again.until("notification.added", () => again.events().some((e) => e.event === "notification.added"));
+      expect(again.events().find((e) => e.event === "notification.added")?.json).toMatchObject({ notification: { actor: "user:bob" }, unseen: 2, groups_unseen: 1 });
+      expect(await held(subject)).toBe(2);
     });
 
     it("a resume of a feed whose mark Redis lost is reset (cursor_too_old): what was left out meanwhile is not missed in silence", async () => {

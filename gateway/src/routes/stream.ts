@@ -5,6 +5,7 @@ import {
   forbidden,
   LIVE_AGE_MARGIN_MS,
   markWatched,
+  ownerWatchName,
   processMetrics,
   liveFeedSubject,
   liveOwnerSubject,
@@ -31,7 +32,7 @@ export interface StreamDeps {
   hub: LiveHub;
   tickets: Tickets;
   slots: StreamSlots;
-  /** Where the watched feeds are marked (kit's markWatched: producers buffer only their events). */
+  /** Where the watched feeds and owners are marked (kit's markWatched: producers buffer only their events). */
   redis: RedisConn;
   nats: Nats;
   log: Logger;
@@ -74,7 +75,10 @@ function selectionOf(t: TenantAuth, feeds: readonly string[], notifications: boo
 export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDeps) {
   const { hub, tickets, slots, nats, log, config } = deps;
   const sessions = new Set<Session>();
-  /** The tenant and feeds each open session watches (their marks are renewed while it is open). */
+  /**
+   * The tenant and what each open session watches: its feeds, and `ownerWatchName(owner)` for its
+   * notifications (their marks are renewed while it is open).
+   */
   const watching = new Map<Session, { tenantId: string; feeds: readonly string[] }>();
   const markTtlMs = config.STREAM_REPLAY_WINDOW_MS + LIVE_AGE_MARGIN_MS;
 
@@ -185,18 +189,20 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
           void slot.release().catch((err: unknown) => log.warn({ err: String(err) }, "stream slot not released"));
         },
       });
+      // Marked as watched: the feeds, and the owner's notifications.
+      const watched = [...selection.feeds, ...(selection.owner !== null ? [ownerWatchName(selection.owner)] : [])];
       let at, stale;
       let marks: Awaited<ReturnType<typeof markWatched>>;
       try {
         // The watcher is registered (in createSession) before the stream's end is read: every
         // event after `at` reaches it.
-        // The feeds are marked watched from here on: their events go into the buffer. A resume is
-        // complete only where the feed's mark is at or before its cursor. The stream's end is
+        // The feeds (and the owner) are marked watched from here on: their events go into the
+        // buffer. A resume is complete only where each mark is at or before its cursor. The stream's end is
         // read after the marks (a new mark's message is behind it).
-        marks = await markWatched(nats, deps.redis, t.tenant.id, selection.feeds, markTtlMs);
+        marks = await markWatched(nats, deps.redis, t.tenant.id, watched, markTtlMs);
         at = await hub.position();
         if (after && after.seq > at.seq) throw validationFailed([{ path: "last_event_id", message: "cursor from the future" }]);
-        const unmarked = after !== null && selection.feeds.some((f) => !((marks.since.get(f) ?? NaN) <= after.seq));
+        const unmarked = after !== null && watched.some((f) => !((marks.since.get(f) ?? NaN) <= after.seq));
         stale = after ? unmarked || (await hub.tooOld(subjects, after, config.STREAM_REPLAY_WINDOW_MS)) : false;
       } catch (e) {
         session.cancel();
@@ -204,7 +210,7 @@ export function streamRoutes(app: FastifyInstance, r: RouteTable, deps: StreamDe
         throw e;
       }
       sessions.add(session);
-      watching.set(session, { tenantId: t.tenant.id, feeds: selection.feeds });
+      watching.set(session, { tenantId: t.tenant.id, feeds: watched });
       noteMarks(t.tenant.id, marks.since, session);
       processMetrics().streamsOpen.inc();
       reply.hijack();

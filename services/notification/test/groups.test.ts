@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createInternalAuth, createLocalTransport, newEvent, rootKeys, scope, type Clients } from "@feeds/kit";
+import { createInternalAuth, createLocalTransport, markWatched, newEvent, ownerWatchName, rootKeys, scope, type Clients } from "@feeds/kit";
 import { createTestEnv } from "@feeds/kit/testing";
 import { NotificationService } from "@feeds/proto/feeds/notification/v1/notification";
 import { COUNTS, countsKey } from "../src/notifications/counts.js";
@@ -194,7 +194,9 @@ describe("notification groups, once per member", { timeout: 60_000 }, () => {
     const a = await n.changesForTests.add(doc("ida", "bob"));
     await n.changesForTests.add(doc("ida", "cat"));
     const key = a?.notification.group_key ?? "";
-    // A writer whose live publish fails (NATS gone) leaves the mark's change pending for the relay.
+    // A writer whose live publish fails (NATS gone) leaves the mark's change pending for the relay
+    // (a publish it makes only while a stream watches the owner: marked as a stream would).
+    await markWatched(env.nats, env.redis, tenant, [ownerWatchName("ida")], 60_000);
     const down = new Proxy(env.nats.js, { get: (t, k): unknown => (k === "publish" ? async () => Promise.reject(new Error("NATS down (test)")) : Reflect.get(t, k)) });
     const writer = await createNotifications({ db: env.db, nats: { ...env.nats, js: down }, redis: env.redis, peers, log: env.log, graceMs: { inserts: 300, marks: 300 } });
     await writer.changesForTests.mark(tenant, "ida", [a?.notification._id ?? ""], null);

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createOutbox, ensureLiveStream, type Clients, type Logger, type Nats, type NotificationGroupSummary, type RedisConn } from "@feeds/kit";
+import { createOutbox, ensureLiveStream, ownerWatched, type Clients, type Logger, type Nats, type NotificationGroupSummary, type RedisConn } from "@feeds/kit";
 import { createCountChanges, type Added } from "./changes.js";
 import { createLiveNotifications } from "./live.js";
 import { COUNTS, createCountsRepository } from "./counts.js";
@@ -54,11 +54,19 @@ export async function createNotifications(deps: {
       groups_unread: c.unread,
     };
   }
-  // The stream's notification events carry the group summary; the counts event the group counts too.
+  // The stream's notification events carry the group summary; the counts event the group counts
+  // too. Both go only to an owner a stream watches (kit's ownerWatched): for the others neither
+  // the event nor the group counts it carries are made (a stream that marks the owner later reads
+  // what came before over REST, and a resume from before its mark is reset).
   const stream = createLiveNotifications(deps.nats);
+  const watched = (tenantId: string, owner: string) => ownerWatched(deps.redis, tenantId, owner);
   const live = {
-    added: async (a: Added) => stream.added(a.notification, a.counts, { ...(await summaryOf(a)) }),
+    async added(a: Added) {
+      if (!(await watched(a.notification.tenant_id, a.notification.owner))) return;
+      await stream.added(a.notification, a.counts, { ...(await summaryOf(a)) });
+    },
     async counts(tenantId: string, owner: string, changeId: string, c: { unseen: number; unread: number }) {
+      if (!(await watched(tenantId, owner))) return;
       const g = await groups.counts(tenantId, owner);
       await stream.counts(tenantId, owner, changeId, c, { groups_unseen: g.unseen, groups_unread: g.unread });
     },

@@ -130,7 +130,15 @@ export function createOutbox(o: OutboxOptions) {
   // Background clears, batched per collection: one `update` command of many statements.
   const queued: { collection: string; docId: string; change: PendingChange }[] = [];
   let clearTimer: NodeJS.Timeout | undefined;
-  let clearing: Promise<void> = Promise.resolve();
+  /** The running drain of `queued`, if any: one at a time, each batch what was queued when it began. */
+  let draining: Promise<void> | null = null;
+  /**
+   * The settled changes whose clear is queued or running here (`collection\ndoc\nchange`): this
+   * process's relay leaves them alone (they are published; only their clear is to come), so a
+   * clear that falls behind the grace under load costs no claim and no second finish.
+   */
+  const clearing = new Set<string>();
+  const clearingKey = (collection: string, docId: string, changeId: string) => `${collection}\n${docId}\n${changeId}`;
 
   /**
    * Clears changes from their documents, then their ids from their targets. A writer's change
@@ -193,17 +201,30 @@ export function createOutbox(o: OutboxOptions) {
     );
   }
 
+  /**
+   * Starts draining the queued clears unless a drain runs (it takes what is queued when its batch
+   * ends). A batch is everything queued then, up to CLEAR_MAX: under load the batches grow
+   * instead of the clears falling behind (a clear later than the grace makes the relay claim and
+   * finish the change again).
+   */
   function flushClears(): void {
     clearTimer = undefined;
-    const items = queued.splice(0, CLEAR_MAX);
-    if (queued.length) clearTimer = setTimeout(flushClears, 0);
-    clearing = clearing
-      .then(() => clearNow(items))
-      .catch((err: unknown) => o.log.debug({ err: String(err), changes: items.length }, "outbox clears left to the relay"));
+    if (draining) return;
+    draining = (async () => {
+      while (queued.length) {
+        const items = queued.splice(0, CLEAR_MAX);
+        await clearNow(items).catch((err: unknown) => o.log.debug({ err: String(err), changes: items.length }, "outbox clears left to the relay"));
+        for (const it of items) clearing.delete(clearingKey(it.collection, it.docId, it.change.id));
+      }
+    })().finally(() => {
+      draining = null;
+      if (queued.length) clearTimer ??= setTimeout(flushClears, 0);
+    });
   }
 
   function clearLater(collection: string, docId: string, change: PendingChange): void {
     queued.push({ collection, docId, change });
+    clearing.add(clearingKey(collection, docId, change.id));
     // Background work, not the request's that queued it (its commands are counted apart).
     workScope.exit(() => {
       if (queued.length >= CLEAR_MAX) {
@@ -244,7 +265,8 @@ export function createOutbox(o: OutboxOptions) {
       await col(name).updateOne({ _id: seen._id, outbox: { $size: 0 } }, { $unset: { outbox: "", outbox_pending: "", outbox_claim: "" } });
       return 0;
     }
-    if (!(seen.outbox ?? []).some((c) => c.at.getTime() <= cutoff)) return 0;
+    const stale = (c: PendingChange) => c.at.getTime() <= cutoff && !clearing.has(clearingKey(name, seen._id, c.id));
+    if (!(seen.outbox ?? []).some(stale)) return 0;
     // Claimed by this relay alone (another's claim still running: its to finish), read afresh.
     const now = Date.now();
     const doc = await col(name).findOneAndUpdate(
@@ -257,7 +279,7 @@ export function createOutbox(o: OutboxOptions) {
     let deleted = false;
     try {
       for (const change of doc.outbox ?? []) {
-        if (change.at.getTime() > cutoff) continue;
+        if (change.at.getTime() > cutoff || clearing.has(clearingKey(name, doc._id, change.id))) continue;
         if (Date.now() > now + CLAIM_MS / 2) break;
         const outcome = finish ? await finish(doc, change) : undefined;
         deleted = outcome === "delete" || outcome === "drop";
@@ -283,11 +305,9 @@ export function createOutbox(o: OutboxOptions) {
   }
 
   async function flush(): Promise<void> {
-    if (clearTimer) {
-      clearTimeout(clearTimer);
-      flushClears();
-    }
-    await clearing;
+    clearTimeout(clearTimer);
+    flushClears();
+    while (draining) await draining;
   }
 
   return {

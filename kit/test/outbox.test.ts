@@ -48,6 +48,33 @@ describe("outbox", { timeout: 30_000 }, () => {
     return outbox;
   }
 
+  /**
+   * env.db whose collection `counted` counts its bulkWrites (the clears), the first one `slowMs`
+   * late: a clear under load.
+   */
+  function countedDb(counted: string, slowMs: number) {
+    const calls = { bulkWrites: 0 };
+    const db = new Proxy(env.db, {
+      get(t, k): unknown {
+        if (k !== "collection") return Reflect.get(t, k);
+        return (name: string) => {
+          const c = t.collection(name);
+          if (name !== counted) return c;
+          return new Proxy(c, {
+            get(ct, ck): unknown {
+              if (ck !== "bulkWrite") return Reflect.get(ct, ck);
+              return async (...args: Parameters<typeof ct.bulkWrite>) => {
+                if (calls.bulkWrites++ === 0) await new Promise((r) => setTimeout(r, slowMs));
+                return ct.bulkWrite(...args);
+              };
+            },
+          });
+        };
+      },
+    });
+    return { db, calls };
+  }
+
   const message = (id: string): OutboxMessage => ({ subject: subject(), msgId: `outbox-test:${id}`, data: JSON.stringify({ id }) });
 
   it("a backlog of dead writers' changes is finished by one pass, several documents side by side (at most 8), each once", async () => {
@@ -145,5 +172,41 @@ describe("outbox", { timeout: 30_000 }, () => {
     await Promise.all([outbox.settle("records", "both", first), outbox.settle("records", "both", second)]);
     await outbox.flush();
     expect(await records().findOne({ _id: "both" })).toEqual({ _id: "both" });
+  });
+
+  it("clears settled while a clear runs go together in the next one: 100 changes settled in 5 bursts during a slow clear cost 2 clears", async () => {
+    const { db, calls } = countedDb("records", 400);
+    const outbox = createOutbox({ db, nats: env.nats, log: env.log, graceMs: 60_000 });
+    const changes = Array.from({ length: 101 }, (_, i) => ({ id: `burst-${i}`, change: outbox.change([]) }));
+    await records().insertMany(changes.map(({ id, change }) => ({ _id: id, ...outbox.forInsert(change) })));
+    const [first, ...rest] = changes;
+    await outbox.settle("records", first!.id, first!.change);
+    await new Promise((r) => setTimeout(r, 50)); // its clear has begun (and takes 400 ms)
+    for (let b = 0; b < 5; b++) {
+      await Promise.all(rest.slice(b * 20, b * 20 + 20).map(({ id, change }) => outbox.settle("records", id, change)));
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    await outbox.flush();
+    expect(calls.bulkWrites).toBe(2);
+    expect(await records().countDocuments({ _id: { $in: changes.map((c) => c.id) }, outbox_pending: true })).toBe(0);
+  });
+
+  it("the relay leaves a settled change whose clear is still to come here, however old; once cleared nothing is left", async () => {
+    const { db } = countedDb("clearing", 500);
+    const clearing = () => env.db.collection<Record_>("clearing");
+    const outbox = createOutbox({ db, nats: env.nats, log: env.log, graceMs: 0 });
+    let finished = 0;
+    outbox.register("clearing", async () => void finished++);
+    const change = outbox.change([message("clearing")]);
+    await clearing().insertOne({ _id: "clearing", ...outbox.forInsert(change) });
+    const before = (await published()).length;
+    await outbox.settle("clearing", "clearing", change);
+    await new Promise((r) => setTimeout(r, 50)); // the clear runs (500 ms), past the grace
+    expect(await outbox.relayOnce()).toBe(0);
+    expect(finished).toBe(0);
+    expect((await clearing().findOne({ _id: "clearing" }))?.outbox_claim).toBeUndefined();
+    await outbox.flush();
+    expect((await published()).length).toBe(before + 1);
+    expect(await clearing().findOne({ _id: "clearing" })).toEqual({ _id: "clearing" });
   });
 });

@@ -19,7 +19,6 @@ export * from "./crypto.js";
 export * from "./ids.js";
 export * from "./service-main.js";
 export * from "./clients.js";
-export * from "./lock.js";
 export * from "./read-cache.js";
 export * from "./insert-batcher.js";
 export * from "./json-path.js";

@@ -28,6 +28,21 @@ export function createEntryRepository(db: Db) {
   // writes only, never behind a command of a thousand fan-out entries.
   const single = createInsertBatcher(entries);
   const chunks = createInsertBatcher(entries, { maxInFlight: 8 });
+  /** Stores the entries that do not exist yet; answers the activity ids whose entries it stored. */
+  async function insertNew(tenantId: string, items: NewEntry[]): Promise<string[]> {
+    const docs: EntryDoc[] = items.map((e) => ({
+      _id: `${tenantId}/${e.feed}/${e.activity_id}`,
+      tenant_id: tenantId,
+      feed: e.feed,
+      activity_id: e.activity_id,
+      time: e.time,
+      origin: e.origin,
+    }));
+    const { duplicates } = await (docs.length === 1 ? single : chunks).insert(docs);
+    const existed = new Set(duplicates);
+    return docs.flatMap((d, i) => (existed.has(i) ? [] : [d.activity_id]));
+  }
+
   return {
     async ensureIndexes() {
       await entries.createIndex({ tenant_id: 1, feed: 1, time: -1, activity_id: -1 });
@@ -40,16 +55,10 @@ export function createEntryRepository(db: Db) {
      * the unique index alone (an upsert would look the entry up first). Answers how many it stored.
      */
     async upsertMany(tenantId: string, items: NewEntry[]): Promise<number> {
-      const docs: EntryDoc[] = items.map((e) => ({
-        _id: `${tenantId}/${e.feed}/${e.activity_id}`,
-        tenant_id: tenantId,
-        feed: e.feed,
-        activity_id: e.activity_id,
-        time: e.time,
-        origin: e.origin,
-      }));
-      return (await (docs.length === 1 ? single : chunks).insert(docs)).inserted;
+      return (await insertNew(tenantId, items)).length;
     },
+    /** As `upsertMany`; answers the activity ids whose entries this call stored (they were not there). */
+    insertNew,
     /** One keyset page: (time desc, activity_id desc), limit + 1 rows to know whether more exist. */
     page(tenantId: string, feed: string, limit: number, after: { time: Date; id: string } | null) {
       const filter = after
@@ -64,7 +73,9 @@ export function createEntryRepository(db: Db) {
     feedsOf: async (tenantId: string, activityId: string) =>
       (await entries.find({ tenant_id: tenantId, activity_id: activityId }, { projection: { feed: 1 } }).toArray()).map((e) => e.feed),
     removeActivity: (tenantId: string, activityId: string) => entries.deleteMany({ tenant_id: tenantId, activity_id: activityId }),
-    removeOrigin: (tenantId: string, feed: string, origin: string) => entries.deleteMany({ tenant_id: tenantId, feed, origin }),
+    /** Removes the feed's entries from `origin` (only those of `activityIds` when given). */
+    removeOrigin: (tenantId: string, feed: string, origin: string, activityIds?: readonly string[]) =>
+      entries.deleteMany({ tenant_id: tenantId, feed, origin, ...(activityIds ? { activity_id: { $in: [...activityIds] } } : {}) }),
   };
 }
 

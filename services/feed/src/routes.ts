@@ -7,6 +7,7 @@ import {
   decodeCursor,
   encodeCursor,
   forbidden,
+  isId,
   fromTimestamp,
   notFound,
   pageLimit,
@@ -244,7 +245,7 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
       const limit = Math.max(0, Math.min(1000, req.limit));
       if (!limit) return { copied: 0 };
       const docs = await activities.newestOf(tenantId, target, limit);
-      const copied = await entries.upsertMany(
+      const inserted = await entries.insertNew(
         tenantId,
         docs.map((d) => ({ feed: source, activity_id: d._id, time: d.time, origin: target })),
       );
@@ -254,13 +255,16 @@ export function createFeedService(deps: FeedServiceDeps): ServiceImpl<typeof Fee
         await heads.invalidate(tenantId, source);
         await signals.bump(tenantId, [source]);
       }
-      return { copied };
+      return { copied: inserted.length, inserted };
     },
 
     async removeHistory(req, ctx) {
       const tenantId = requireTenant(ctx);
       const source = feedKey(req.source);
-      const r = await entries.removeOrigin(tenantId, source, feedKey(req.target));
+      // Only the named activities' entries (a copy taking back what it added), else all from the target.
+      const only = req.activityIds.length ? req.activityIds.filter(isId) : undefined;
+      if (only && only.length === 0) return { removed: 0 };
+      const r = await entries.removeOrigin(tenantId, source, feedKey(req.target), only);
       if (r.deletedCount) {
         await heads.invalidate(tenantId, source);
         await signals.bump(tenantId, [source]);

@@ -35,7 +35,7 @@ export function localFeedService(
     /** The outbox's grace (default kit's). */
     graceMs?: number;
     /** The calling service (default the gateway). */
-    caller?: "gateway" | "engagement";
+    caller?: "gateway" | "engagement" | "graph-worker";
   } = {},
 ): LocalFeedService {
   const { db, redis, nats, log } = env;

@@ -15,6 +15,8 @@ export interface FollowDoc extends OutboxFields {
   created_at: Date;
   /** The id of the unfollow whose change is pending on the edge: the edge goes once its counts moved. */
   removing?: string;
+  /** The copy limit of the edge's last follow (a removal that raced a new follow copies again with it). */
+  copy_limit?: number;
 }
 
 /** Where a keyset page resumes: the last row's created_at and its edge (the `_id` without the tenant). */
@@ -120,6 +122,9 @@ export function createFollowRepository(db: Db) {
     /** Whether the edge exists now, not being removed (the history worker). */
     exists: async (tenantId: string, source: string, target: string) =>
       (await follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)), ...live }, { projection: { _id: 1 } })) !== null,
+    /** The edge now, not being removed, with its copy limit; null when there is none (the history worker). */
+    live: (tenantId: string, source: string, target: string) =>
+      follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)), ...live }, { projection: { _id: 1, copy_limit: 1 } }),
 
     /** Who `feed` follows. */
     followsOf: (tenantId: string, feed: string, limit: number, after: EdgeCursor | null) =>

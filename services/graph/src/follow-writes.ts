@@ -164,7 +164,8 @@ export function createFollowWrites(deps: FollowWritesDeps) {
     if (copyLimit <= 0) return follows.find(id);
     const cid = randomUUID();
     const change = outbox.change([tasks.message(cid, { t, s: source, g: target, k: "copy", n: copyLimit })], { id: cid, data: { kind: "copy" } });
-    const edge = await follows.recordOnLive(id, outbox.forUpdate(change));
+    const pending = outbox.forUpdate(change);
+    const edge = await follows.recordOnLive(id, { ...pending, $set: { ...pending.$set, copy_limit: copyLimit } });
     if (!edge) return follows.find(id);
     await outbox.settle(FOLLOWS, id, change);
     return edge;
@@ -185,7 +186,7 @@ export function createFollowWrites(deps: FollowWritesDeps) {
           ...eventMessages(nats, [followCreated(t, source, target, at)]),
         ];
         const change = outbox.change(messages, { id: cid, at, targets: countTargets(t, source, target), data: { kind: "follow" } });
-        const doc: FollowDoc = { _id: id, tenant_id: t, source_feed: source, target_feed: target, created_at: at };
+        const doc: FollowDoc = { _id: id, tenant_id: t, source_feed: source, target_feed: target, created_at: at, ...(copyLimit > 0 ? { copy_limit: copyLimit } : {}) };
         if (await follows.insert({ ...doc, ...outbox.forInsert(change) })) {
           await Promise.all([counts.apply(t, moves(cid, source, target, 1)), deps.followerSets.invalidate(t, [source, target])]);
           await outbox.settle(FOLLOWS, id, change);

@@ -1,5 +1,5 @@
 import type { Db } from "mongodb";
-import { createLocks, createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
+import { createOutbox, createWorkerBeats, ensureQueue, type Clients, type Logger, type Nats, type RedisConn, type ServiceModule } from "@feeds/kit";
 import { GraphService } from "@feeds/proto/feeds/graph/v1/graph";
 import { createCountRepository } from "./count-repository.js";
 import { createFollowRepository, type FollowDoc } from "./follow-repository.js";
@@ -31,11 +31,10 @@ export async function createGraphModule(deps: {
   // A change whose writer died (or could not publish) is finished by the relay (follow-writes.ts).
   outbox.register(FOLLOWS, (doc, change) => writes.finish(doc as FollowDoc, change));
   await Promise.all([follows.ensureIndexes(), counts.ensureIndexes(), outbox.ensureIndexes()]);
-  // The history worker runs one task of an edge at a time (worker.ts).
+  // The history worker reconciles each task with the edge after its own writes (worker.ts).
   const worker = createHistoryWorker({
     nats: deps.nats,
     follows,
-    locks: createLocks(deps.db, "graph_locks"),
     peers: deps.peers,
     log: deps.log,
     beats: createWorkerBeats(deps.redis),

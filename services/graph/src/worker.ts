@@ -1,18 +1,11 @@
 import type { JsMsg } from "nats";
-import { createQueueWorker, scope, type Clients, type Locks, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
+import { createQueueWorker, scope, type Clients, type Logger, type Nats, type WorkerBeats } from "@feeds/kit";
 import { feedKeyOf, type FollowRepository } from "./follow-repository.js";
 import { decodeTask, type HistoryTask } from "./tasks.js";
 
 /** Deliveries before a task goes to the dead-letter stream, and the waits between them. */
 export const MAX_DELIVER = 5;
 const BACKOFF_MS = [250, 500, 1000, 2000];
-/**
- * One pair's tasks run one at a time, in every replica. A copy of up to 1,000 activities takes a
- * second or two (the lease is renewed while it runs); the lease is what a task waits when the
- * holder died, so the wait outlasts it.
- */
-const PAIR_LEASE_MS = 5_000;
-const PAIR_WAIT_MS = 6_000;
 /**
  * How soon a task held by a process that died is delivered again: a running task beats every
  * third of it (`heartbeat`), so a long copy is not redelivered while it runs.
@@ -22,8 +15,7 @@ const IN_FLIGHT = 8;
 
 export interface HistoryWorkerDeps {
   nats: Nats;
-  follows: Pick<FollowRepository, "exists">;
-  locks: Locks;
+  follows: Pick<FollowRepository, "live">;
   peers: () => Pick<Clients, "feed">;
   log: Logger;
   /** Readiness names the follow worker when its loop stops beating. */
@@ -31,31 +23,20 @@ export interface HistoryWorkerDeps {
 }
 
 /**
- * Consumes the history tasks of follows and unfollows. Each task is reconciled against the edge
- * as it is when it runs, under a lock per (source, target): a copy only while the edge exists
- * (and is not being removed), a removal only while it does not. So a follow and a quick unfollow
- * (or the reverse) end in the state of the last edge change, whatever order their tasks run in,
- * and repeats change nothing. The lock is what makes the check and the copy (or removal) one
- * step: without it a copy that saw the edge could land after the removal of an unfollow that
- * came meanwhile, and the removed history would be back. (A check again after the copy would
- * undo a copy that an unfollow with keep_history asked to keep.)
+ * Consumes the history tasks of follows and unfollows, each reconciled against the edge as it is
+ * after its own writes, so that a follow and a quick unfollow (or the reverse) end in the state of
+ * the last edge change whatever order their tasks run in, without a lock between them:
+ * - a copy writes the target's newest activities into the source feed, then reads the edge: gone
+ *   (or being removed), it takes back the entries it created (those there before stay: an earlier
+ *   unfollow may have kept them). An unfollow that came after that read removes them itself.
+ * - a removal does nothing while the edge exists; else it removes what came from the target, then
+ *   reads the edge: followed again meanwhile, that follow's copy may have landed before the
+ *   removal, so it copies again with the edge's limit.
+ * A target with nothing to copy costs one read. Repeats change nothing.
  */
 export function createHistoryWorker(deps: HistoryWorkerDeps) {
-  const { nats, follows, locks, log } = deps;
-
-  async function run(task: HistoryTask): Promise<void> {
-    await locks.withLock(
-      `history/${task.t}/${task.s}/${task.g}`,
-      async () => {
-        const exists = await follows.exists(task.t, task.s, task.g);
-        const call = scope({ tenantId: task.t, caller: { kind: "system" } });
-        const edge = { source: feedKeyOf(task.s), target: feedKeyOf(task.g) };
-        if (task.k === "copy" && exists) await deps.peers().feed.copyHistory({ ...edge, limit: task.n ?? 0 }, call);
-        if (task.k === "remove" && !exists) await deps.peers().feed.removeHistory(edge, call);
-      },
-      { leaseMs: PAIR_LEASE_MS, waitMs: PAIR_WAIT_MS },
-    );
-  }
+  const { nats, log } = deps;
+  const run = historyReconciler(deps);
 
   async function handle(m: JsMsg): Promise<void> {
     const task = decodeTask(m.data);
@@ -78,4 +59,28 @@ export function createHistoryWorker(deps: HistoryWorkerDeps) {
     heartbeat: true,
     ...(deps.beats ? { beats: { worker: "follow" as const, beats: deps.beats } } : {}),
   });
+}
+
+/** A history task's reconciliation with the edge (the worker's handler; tests drive it directly). */
+export function historyReconciler(deps: Pick<HistoryWorkerDeps, "follows" | "peers">): (task: HistoryTask) => Promise<void> {
+  const { follows } = deps;
+
+  async function copy(task: HistoryTask, limit: number): Promise<void> {
+    const call = scope({ tenantId: task.t, caller: { kind: "system" } });
+    const edge = { source: feedKeyOf(task.s), target: feedKeyOf(task.g) };
+    const { inserted } = await deps.peers().feed.copyHistory({ ...edge, limit }, call);
+    if (inserted.length === 0 || (await follows.live(task.t, task.s, task.g))) return;
+    await deps.peers().feed.removeHistory({ ...edge, activityIds: inserted }, call);
+  }
+
+  async function run(task: HistoryTask): Promise<void> {
+    if (task.k === "copy") return copy(task, task.n ?? 0);
+    if (await follows.live(task.t, task.s, task.g)) return;
+    const call = scope({ tenantId: task.t, caller: { kind: "system" } });
+    await deps.peers().feed.removeHistory({ source: feedKeyOf(task.s), target: feedKeyOf(task.g) }, call);
+    const again = await follows.live(task.t, task.s, task.g);
+    if (again && (again.copy_limit ?? 0) > 0) await copy(task, again.copy_limit ?? 0);
+  }
+
+  return run;
 }

@@ -119,9 +119,6 @@ export function createFollowRepository(db: Db) {
     /** Whether change `changeId` is still pending on the edge. */
     pending: async (id: string, changeId: string) => (await follows.findOne({ _id: id, "outbox.id": changeId }, { projection: { _id: 1 } })) !== null,
 
-    /** Whether the edge exists now, not being removed (the history worker). */
-    exists: async (tenantId: string, source: string, target: string) =>
-      (await follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)), ...live }, { projection: { _id: 1 } })) !== null,
     /** The edge now, not being removed, with its copy limit; null when there is none (the history worker). */
     live: (tenantId: string, source: string, target: string) =>
       follows.findOne({ _id: edgeKey(tenantId, edgeOf(source, target)), ...live }, { projection: { _id: 1, copy_limit: 1 } }),

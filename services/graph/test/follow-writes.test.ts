@@ -174,7 +174,7 @@ describe("follow writes", { timeout: 60_000 }, () => {
     expect(await writer({ crash: "publish" }).writes.unfollow(t, "user:q", "user:star", false)).toBe(true);
     // Gone for every read at once, though the documents wait for the relay.
     expect(await w.follows.followersOf(t, "user:star", 10, null)).toEqual([]);
-    expect(await w.follows.exists(t, "user:q", "user:star")).toBe(false);
+    expect(await w.follows.live(t, "user:q", "user:star")).toBeNull();
     expect(await countsOf(t, "user:star")).toMatchObject({ followers: 1 });
     const r = relay();
     expect(await r.relayOnce()).toBe(2);

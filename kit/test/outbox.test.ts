@@ -12,6 +12,7 @@ interface Record_ {
   _id: string;
   outbox?: PendingChange[];
   outbox_pending?: true;
+  outbox_claim?: Date;
 }
 interface Target {
   _id: string;

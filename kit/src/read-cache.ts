@@ -105,13 +105,12 @@ export function createReadCache<T>(
       let cached: (string | null)[];
       let gens: (string | null)[];
       try {
-        // Two commands of the same tick: auto-pipelining (kit's connection) writes them, with the
-        // other requests' commands of that tick, in one socket write; an explicit pipeline would
-        // be a write of its own.
-        [cached, gens] = await Promise.all([
-          redis.mget(...unique.map((id) => valueKey(tenantId, id))),
-          redis.mget(...unique.map((id) => genKey(tenantId, id))),
-        ]);
+        // One MGET of the values and their generations (one tenant's keys: one hash slot);
+        // auto-pipelining (kit's connection) writes it with the other requests' commands of
+        // that tick in one socket write.
+        const both = await redis.mget(...unique.map((id) => valueKey(tenantId, id)), ...unique.map((id) => genKey(tenantId, id)));
+        cached = both.slice(0, unique.length);
+        gens = both.slice(unique.length);
       } catch {
         misses.inc(unique.length);
         return load(unique);
@@ -145,7 +144,7 @@ export function createReadCache<T>(
       let raw: string | null;
       let gen: string | null;
       try {
-        [raw, gen] = await Promise.all([redis.get(valueKey(tenantId, id)), redis.get(genKey(tenantId, id))]);
+        [raw = null, gen = null] = await redis.mget(valueKey(tenantId, id), genKey(tenantId, id));
       } catch {
         misses.inc();
         return { hit: false, fill: async () => undefined };

@@ -48,6 +48,23 @@ describe("read cache", () => {
     expect(s.loads).toHaveLength(2);
   });
 
+  it("a warm read of several ids, and a warm lookup, is one Redis command each (values and generations in one MGET)", async () => {
+    const sent: string[] = [];
+    const counted = new Proxy(env.redis.redis, {
+      get(t, k): unknown {
+        const v = Reflect.get(t, k) as unknown;
+        return typeof v === "function" && typeof k === "string" ? (...args: unknown[]) => (sent.push(k), (v as (...a: unknown[]) => unknown).apply(t, args)) : v;
+      },
+    });
+    const cache = createReadCache({ ...env.redis, redis: counted }, "t7", codec, { ttlSeconds: 60 });
+    const s = store({ a: "A", b: "B", c: "C" });
+    await cache.read("ten", ["a", "b", "c"], s.load);
+    sent.length = 0;
+    expect(await cache.read("ten", ["a", "b", "c"], s.load)).toEqual(new Map([["a", "A"], ["b", "B"], ["c", "C"]]));
+    expect(await cache.lookup("ten", "b")).toEqual({ hit: true, value: "B" });
+    expect(sent).toEqual(["mget", "mget"]);
+  });
+
   it("a write's invalidation shows the new value on the next read", async () => {
     const cache = createReadCache(env.redis, "t2", codec, { ttlSeconds: 60 });
     const s = store({ a: "A1" });

@@ -281,6 +281,10 @@ export function createQueueWorker(o: QueueWorkerOptions): QueueWorker {
   const worker: QueueWorker = {
     async start() {
       await ensureConsumer();
+      // Alive from here: NATS answered and the consumer exists. The loop's first beat comes after
+      // a few more round trips, and a worker process answers its readiness probe as soon as it
+      // listens (a probe in that gap said NOT_SERVING under load).
+      alive = Date.now();
       looping = loop();
       running.add(worker);
     },

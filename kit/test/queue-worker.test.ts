@@ -201,8 +201,8 @@ describe("queue worker", { timeout: 30_000 }, () => {
       finished = true;
     });
     await w.start();
-    // Serving once its consume loop pulls (start() returns before that).
-    for (let i = 0; i < 100 && !consumersServing(); i++) await sleep(50);
+    // Serving as soon as start() resolves (its consumer exists, NATS answered): a worker process
+    // answers its readiness probe once it listens, before its consume loop's first beat.
     expect(consumersServing()).toBe(true);
     await publish("stopping");
     await running;

@@ -514,6 +514,18 @@ if (want(6) || want(7) || want(8)) {
     });
     row({
       bench: b,
+      other,
+      figure:
+        `info: the floor's route plus the plain writes of the notification each reaction makes (insertOne, $inc upserts of the owner's counts and of its group), ` +
+        `inline, no outbox: the least this store does per notified reaction (${ms(r.ceiling)}${cpuOf(r.ceiling)}${errs(r.ceiling)})`,
+      value: r.ceiling.rps,
+      unit: "req/s",
+      floor: r.floor.rps,
+      ratio: r.ceilingRatios.ofFloor,
+    });
+    row({ bench: b, other, figure: "info: POST reaction against that ceiling", value: r.reactions.rps, unit: "req/s", floor: r.ceiling.rps, ratio: r.ceilingRatios.reactions });
+    row({
+      bench: b,
       figure: `MongoDB commands per reaction on its request path (${Object.entries(r.commandsByName).map(([k, n]) => `${k} ${(n / r.stored.reactions).toFixed(2)}`).join(", ")}; the background's not counted)`,
       value: r.commandsPerReaction,
       unit: "commands",

@@ -5,7 +5,8 @@
 // the once-only increment of the activity). Floor: as many plain reaction insertOnes each followed
 // by the `$inc` of its activity, through a bare Fastify route (bare-reactions.mjs), in rounds
 // taking turns with the reactions' (each floor round makes as many as the reaction round before it
-// created). After the load, every activity's reaction_counts must equal its reaction records; the
+// created). Beside them (info) the ceiling: the floor's route plus the plain writes of the
+// notification each reaction makes (bare-reactions.mjs with BENCH_NOTIFY). After the load, every activity's reaction_counts must equal its reaction records; the
 // MongoDB commands each reaction cost on its request path are counted (the background's not).
 import { join } from "node:path";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
@@ -31,11 +32,21 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       }),
     );
     const { url: bareUrl } = await bare.ready;
+    for (const [from, to] of [["notifications", "bench_n_notifications"], ["notification_counts", "bench_n_counts"], ["notification_groups", "bench_n_groups"]]) await copyIndexes(c.db, from, to);
+    const ceiling = c.helper(
+      startNode(join(benchDir, "bare-reactions.mjs"), {
+        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_REACTIONS: "bench_n_reactions", BENCH_ACTIVITIES: "bench_activities", BENCH_NOTIFY: "bench_n" },
+        name: "bare-reactions-notify",
+      }),
+    );
+    await copyIndexes(c.db, "reactions", "bench_n_reactions");
+    const { url: ceilingUrl } = await ceiling.ready;
     const json = { "content-type": "application/json" };
     const make = (prefix) => ({ module: join(benchDir, "reaction-requests.mjs"), args: { activities: ids, kind: "like", prefix } });
     const targets = [
       { name: "reactions", url: c.url, method: "POST", headers: { ...json, authorization: `Bearer ${token}` }, make: make("u"), pid: c.gatewayPid },
       { name: "floor", url: bareUrl, method: "POST", headers: json, make: make("f"), amountFrom: "reactions", pid: bare.child.pid },
+      { name: "ceiling", url: ceilingUrl, method: "POST", headers: json, make: make("c"), amountFrom: "reactions", pid: ceiling.child.pid },
     ];
     log(`  load: reactions (${rounds} × ${roundS} s) and floor (as many inserts as the reaction round before), taking turns; ${connections} connections, ${warmupS} s warm-up each`);
     const metricsUrl = c.system.metrics.gateway;
@@ -84,12 +95,14 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       machine: r.machine,
       reactions: r.targets.reactions,
       floor: r.targets.floor,
+      ceiling: r.targets.ceiling,
       stored: { reactions: records, counted, versions, floorInserted },
       // Every request of the load created a reaction (warm-up included): commands per reaction.
       commandsPerReaction: commands / records,
       commandsByName: byName,
       backgroundCommands: Object.fromEntries(background.map((b, i) => [BACKGROUND[i], b])),
       ratio: r.targets.reactions.rps / r.targets.floor.rps,
+      ceilingRatios: { ofFloor: r.targets.ceiling.rps / r.targets.floor.rps, reactions: r.targets.reactions.rps / r.targets.ceiling.rps },
       cpuProfile,
     };
   }, { cpuProfDir });

@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter } from "mongodb";
-import { APPLIED_FIELD, isDuplicateKey, type AppliedIds, type OutboxTarget } from "@feeds/kit";
+import { APPLIED_FIELD, createInsertBatcher, isDuplicateKey, type AppliedIds, type OutboxTarget } from "@feeds/kit";
 import { GROUP_WINDOW_MS, groupBaseOf, groupKeyOf, headIdOf, type GroupBase } from "./group-keys.js";
 import type { NotificationDoc } from "./notification-repository.js";
 
@@ -18,8 +18,10 @@ import type { NotificationDoc } from "./notification-repository.js";
 //   are counted among the owner's groups, never among the notifications. (A mark may stamp a
 //   member whose +1 has not landed yet: the group's count is then briefly one lower, never
 //   counted twice.)
-// - actors (`group_key/actor`): one per distinct actor of a group, upserted uniquely; it keeps the
-//   change that created it (`by`), so a replay of that change knows the actor was its own.
+// - actors (`group_key/actor`): one per distinct actor of a group, inserted uniquely (kit's insert
+//   batcher: the notify worker's concurrent members share commands); it keeps the change that
+//   created it (`by`), so a replay of that change knows the actor was its own. An actor there
+//   already only moves its `last_at`.
 
 export const GROUPS = "notification_groups";
 const HEADS = "notification_group_heads";
@@ -91,6 +93,7 @@ export function createGroupRepository(db: Db) {
   const kept = new Map<string, { seq: number; openedAt: number; until: number }>();
   const groups: Collection<GroupDoc> = db.collection<GroupDoc>(GROUPS);
   const actors: Collection<ActorDoc> = db.collection<ActorDoc>(ACTORS);
+  const actorInserts = createInsertBatcher(actors);
 
   /** The upsert of `_id`, once more if a racing insert of the same key won (it then updates). */
   async function upsertOnce<T>(run: () => Promise<T>): Promise<T> {
@@ -162,15 +165,9 @@ export function createGroupRepository(db: Db) {
     async addMember(n: NotificationDoc & { group_key: string }, changeId: string): Promise<GroupDoc | null> {
       const { base: _base, ...shown } = groupBaseOf(n);
       const _id = `${n.group_key}/${n.actor}`;
-      const upserted = await upsertOnce(() =>
-        actors.updateOne(
-          { _id, tenant_id: n.tenant_id },
-          { $max: { last_at: n.created_at }, $setOnInsert: { group_key: n.group_key, actor: n.actor, by: changeId } },
-          { upsert: true },
-        ),
-      );
+      const inserted = await actorInserts.insert([{ _id, tenant_id: n.tenant_id, group_key: n.group_key, actor: n.actor, last_at: n.created_at, by: changeId }]);
       // Inserted now, or by this very change before (a replay): the actor is new to the group.
-      const actor = upserted.upsertedCount === 1 ? { by: changeId } : await actors.findOne({ _id, tenant_id: n.tenant_id }, { projection: { by: 1 } });
+      const actor = inserted.inserted === 1 ? { by: changeId } : await actors.findOneAndUpdate({ _id, tenant_id: n.tenant_id }, { $max: { last_at: n.created_at } });
       const newActor = actor?.by === changeId ? 1 : 0;
       const count = () =>
         groups.findOneAndUpdate(

@@ -554,13 +554,37 @@ async function privateContainer(kind, port) {
 const privateChildren = new Set();
 process.on('exit', () => { for (const c of privateChildren) { try { c.kill('SIGKILL'); } catch { /* gone */ } } });
 
-/** A free loopback TCP port (the OS picks it). */
-export function freePort() {
-  return new Promise((resolve, reject) => {
+// Ports handed out for a child to listen on later. A port the OS picks for `listen(0)` comes from
+// the ephemeral range (32768-60999 on Linux), the range every outgoing connection takes its local
+// port from too: between our probe and the child's listen, a busy test run's connection could take
+// it (a worker died with EADDRINUSE so, once in CI). So the ports come from below that range,
+// chosen at random, each probed free, never handed out twice by one process; the servers' fixed
+// ports are skipped.
+const PORT_RANGE = [15000, 32000];
+const FIXED_PORTS = new Set([4222, 6222, 8222, 5432, 6379, 27017, 27018, 27019]);
+const handedOut = new Set();
+
+function listenable(port) {
+  return new Promise((resolve) => {
     const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, HOST, () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+    srv.once('error', () => resolve(null));
+    srv.listen(port, HOST, () => { const got = srv.address().port; srv.close(() => resolve(got)); });
   });
+}
+
+/** A free loopback TCP port for a child process to listen on (see above). */
+export async function freePort() {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = PORT_RANGE[0] + Math.floor(Math.random() * (PORT_RANGE[1] - PORT_RANGE[0]));
+    if (FIXED_PORTS.has(port) || handedOut.has(port)) continue;
+    if ((await listenable(port)) === null) continue;
+    handedOut.add(port);
+    return port;
+  }
+  // The range is crowded: what the OS picks.
+  const port = await listenable(0);
+  if (port === null) throw new Error('no free loopback port');
+  return port;
 }
 
 function privateServer({ name, port, url, command, args, ready, logFile, env }) {

@@ -133,7 +133,13 @@ const OWNER_PREFIX = "~n/";
 export const ownerWatchName = (owner: string) => `${OWNER_PREFIX}${owner}`;
 
 /** The Redis key and the live subject of a watched name: a feed, or an owner's notifications (`ownerWatchName`). */
-function watchTarget(nats: Nats, redis: RedisConn, tenantId: string, name: string): { key: string; subject: string; feed?: string } {
+interface WatchTarget {
+  key: string;
+  subject: string;
+  feed?: string;
+}
+
+function watchTarget(nats: Nats, redis: RedisConn, tenantId: string, name: string): WatchTarget {
   if (name.startsWith(OWNER_PREFIX)) {
     const owner = name.slice(OWNER_PREFIX.length);
     return { key: liveOwnerWatchKey(redis, tenantId, owner), subject: liveOwnerSubject(nats, tenantId, owner) };
@@ -196,30 +202,30 @@ export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string
   if (feeds.length === 0) return { since, created };
   // One tenant's keys share a hash slot: one pipeline, also on a cluster.
   const p = redis.redis.pipeline();
-  const targets = new Map(feeds.map((f) => [f, watchTarget(nats, redis, tenantId, f)]));
-  const keyOf = (f: string) => targets.get(f)?.key ?? liveWatchKey(redis, tenantId, f);
-  for (const f of feeds) {
-    const key = keyOf(f);
+  const targets = feeds.map((name) => ({ name, target: watchTarget(nats, redis, tenantId, name) }));
+  for (const { target: { key } } of targets) {
     p.set(key, PENDING, "PX", ttlMs, "NX");
     p.pexpire(key, ttlMs);
     p.get(key);
   }
   const results = (await p.exec()) ?? [];
-  feeds.forEach((f, i) => {
+  /** The feeds that had no mark, with their targets. */
+  const made: typeof targets = [];
+  targets.forEach(({ name, target }, i) => {
     const [setErr, set] = results[i * 3] ?? [];
     const [getErr, value] = results[i * 3 + 2] ?? [];
     const err = setErr ?? getErr;
     if (err) throw err instanceof Error ? err : new Error(String(err));
-    if (set === "OK") created.push(f);
-    else since.set(f, value === PENDING || typeof value !== "string" ? NaN : Number(value));
+    if (set === "OK") made.push({ name, target });
+    else since.set(name, value === PENDING || typeof value !== "string" ? NaN : Number(value));
   });
+  created.push(...made.map((m) => m.name));
   if (created.length === 0) return { since, created };
   const enc = new TextEncoder();
   let acks;
   try {
     acks = await Promise.all(
-      created.map((f) => {
-        const target = targets.get(f) ?? watchTarget(nats, redis, tenantId, f);
+      made.map(({ target }) => {
         const event: LiveEvent = { type: LIVE_MARK_TYPE, ...(target.feed !== undefined ? { feed: target.feed } : {}), data: {} };
         return nats.js.publish(target.subject, enc.encode(JSON.stringify(event)), publishOptions(`live:mark:${randomUUID()}`));
       }),
@@ -227,14 +233,14 @@ export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string
   } catch (err) {
     // Not made: the next stream on these feeds makes them (a mark left pending would make every
     // resume of its feed a reset until it expired).
-    await redis.redis.del(...created.map(keyOf)).catch(() => undefined);
+    await redis.redis.del(...made.map((m) => m.target.key)).catch(() => undefined);
     throw err;
   }
   const q = redis.redis.pipeline();
-  created.forEach((f, i) => {
+  made.forEach(({ name, target }, i) => {
     const seq = acks[i]?.seq ?? NaN;
-    since.set(f, seq);
-    q.set(keyOf(f), String(seq), "PX", ttlMs, "XX");
+    since.set(name, seq);
+    q.set(target.key, String(seq), "PX", ttlMs, "XX");
   });
   await q.exec();
   return { since, created };

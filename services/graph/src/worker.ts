@@ -65,9 +65,14 @@ export function createHistoryWorker(deps: HistoryWorkerDeps) {
 export function historyReconciler(deps: Pick<HistoryWorkerDeps, "follows" | "peers">): (task: HistoryTask) => Promise<void> {
   const { follows } = deps;
 
+  /** The task's edge as the feed service names it, and the system call its RPCs run as. */
+  const pairOf = (task: HistoryTask) => ({
+    edge: { source: feedKeyOf(task.s), target: feedKeyOf(task.g) },
+    call: scope({ tenantId: task.t, caller: { kind: "system" } }),
+  });
+
   async function copy(task: HistoryTask, limit: number): Promise<void> {
-    const call = scope({ tenantId: task.t, caller: { kind: "system" } });
-    const edge = { source: feedKeyOf(task.s), target: feedKeyOf(task.g) };
+    const { edge, call } = pairOf(task);
     const { inserted } = await deps.peers().feed.copyHistory({ ...edge, limit }, call);
     if (inserted.length === 0 || (await follows.live(task.t, task.s, task.g))) return;
     await deps.peers().feed.removeHistory({ ...edge, activityIds: inserted }, call);
@@ -76,8 +81,8 @@ export function historyReconciler(deps: Pick<HistoryWorkerDeps, "follows" | "pee
   async function run(task: HistoryTask): Promise<void> {
     if (task.k === "copy") return copy(task, task.n ?? 0);
     if (await follows.live(task.t, task.s, task.g)) return;
-    const call = scope({ tenantId: task.t, caller: { kind: "system" } });
-    await deps.peers().feed.removeHistory({ source: feedKeyOf(task.s), target: feedKeyOf(task.g) }, call);
+    const { edge, call } = pairOf(task);
+    await deps.peers().feed.removeHistory(edge, call);
     const again = await follows.live(task.t, task.s, task.g);
     if (again && (again.copy_limit ?? 0) > 0) await copy(task, again.copy_limit ?? 0);
   }

@@ -763,6 +763,18 @@ if (want(14)) {
         target: "≥ 50%",
         status: status(r.ratio >= 0.5 && !r.follows.non2xx && !r.follows.errors),
       });
+      row({
+        bench: b,
+        other,
+        figure:
+          `info: the floor's route plus the plain writes of the notification each follow of a user feed makes (insertOne, $inc upserts of the owner's counts and of its group), ` +
+          `inline, no outbox: the least this store does per notified follow (${ms(r.ceiling)}${errs(r.ceiling)})`,
+        value: r.ceiling.rps,
+        unit: "req/s",
+        floor: r.floor.rps,
+        ratio: r.ceilingRatios.ofFloor,
+      });
+      row({ bench: b, other, figure: "info: POST follow against that ceiling", value: r.follows.rps, unit: "req/s", floor: r.ceiling.rps, ratio: r.ceilingRatios.follows });
     } catch (e) {
       errorRow(b, e);
     }

@@ -4,11 +4,17 @@
 // `follower_count` (upserts on a scratch count collection). No auth, no once-filter, no outbox,
 // no event, no RPC. Driver options of bare-fastify.mjs. Own process.
 //
+// With BENCH_NOTIFY set it is the bench's ceiling instead (info): the same writes, then the plain
+// writes of the notification the contract makes of a follow of a `user:` feed (its user is told;
+// bare-notify.mjs).
+//
 //   POST /v1/feeds/:group/:id/follows {target}   answers 201 with the Follow
 //
-// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_EDGES, BENCH_COUNTS (the scratch collections).
+// env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_EDGES, BENCH_COUNTS (the scratch collections),
+// BENCH_NOTIFY (the prefix of the scratch notification collections).
 // Prints {"ready":true,"url":...}.
 import Fastify from "fastify";
+import { notifyWrites } from "./bare-notify.mjs";
 import { bareMongo, serveBare } from "./lib.mjs";
 
 const client = await bareMongo();
@@ -16,6 +22,7 @@ const db = client.db(process.env.FEEDS_NAMESPACE);
 const edges = db.collection(process.env.BENCH_EDGES);
 const counts = db.collection(process.env.BENCH_COUNTS);
 const tenant = process.env.BENCH_TENANT;
+const notify = process.env.BENCH_NOTIFY ? notifyWrites(db, process.env.BENCH_NOTIFY, tenant) : null;
 
 const inc = (feed, field) =>
   counts.updateOne({ _id: `${tenant}/${feed}` }, { $inc: { [field]: 1 }, $setOnInsert: { tenant_id: tenant, feed, group: feed.split(":")[0] } }, { upsert: true });
@@ -28,6 +35,7 @@ app.post("/v1/feeds/:group/:id/follows", async (req, reply) => {
   await edges.insertOne(doc);
   await Promise.all([inc(source, "following_count"), inc(target, "follower_count")]);
   const [tg, tid] = target.split(":");
+  if (tg === "user") await notify?.({ owner: tid, verb: "follow", actor: `user:${req.params.id}`, object: `feed:${target}`, at: doc.created_at, base: `follow/${target}` });
   return reply.code(201).send({ source_group: req.params.group, source_id: req.params.id, target_group: tg, target_id: tid, created_at: doc.created_at.toISOString() });
 });
 await serveBare(app, client);

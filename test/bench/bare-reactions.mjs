@@ -6,21 +6,18 @@
 // Driver options of bare-fastify.mjs. Own process.
 //
 // With BENCH_NOTIFY set it is the bench's ceiling instead (info): the same two writes, then the
-// plain writes of the notification the contract makes of a reaction (its author is told), inline
-// and awaited: the notification's insertOne, the `$inc` upsert of the owner's unseen/unread, the
-// `$inc` upsert of its group (activity, actor, unseen, unread counts). No outbox, no once-only
-// condition, no distinct-actor record, no group head, no clears: the least the store must do per
-// reaction when the system notifies.
+// plain writes of the notification the contract makes of a reaction (its author, `author`, is
+// told; bare-notify.mjs).
 //
 //   POST /v1/activities/:id/reactions {kind, user_id}   answers 201 with the document
 //
 // env: MONGO_URL, FEEDS_NAMESPACE, BENCH_TENANT, BENCH_REACTIONS (the scratch reactions),
 // BENCH_ACTIVITIES (the scratch activities: one document per activity id, made by the bench),
-// BENCH_NOTIFY (the scratch notifications, their counts and groups: `<prefix>` names
-// `<prefix>_notifications`, `<prefix>_counts`, `<prefix>_groups`; the author is `author`).
+// BENCH_NOTIFY (the prefix of the scratch notification collections).
 // Prints {"ready":true,"url":...}.
 import { randomUUID } from "node:crypto";
 import Fastify from "fastify";
+import { notifyWrites } from "./bare-notify.mjs";
 import { bareMongo, serveBare } from "./lib.mjs";
 
 const client = await bareMongo();
@@ -28,10 +25,7 @@ const db = client.db(process.env.FEEDS_NAMESPACE);
 const reactions = db.collection(process.env.BENCH_REACTIONS);
 const activities = db.collection(process.env.BENCH_ACTIVITIES);
 const tenant = process.env.BENCH_TENANT;
-const notify = process.env.BENCH_NOTIFY;
-const notifications = notify ? db.collection(`${notify}_notifications`) : null;
-const counts = notify ? db.collection(`${notify}_counts`) : null;
-const groups = notify ? db.collection(`${notify}_groups`) : null;
+const notify = process.env.BENCH_NOTIFY ? notifyWrites(db, process.env.BENCH_NOTIFY, tenant) : null;
 
 const app = Fastify({ logger: false });
 app.post("/v1/activities/:id/reactions", async (req, reply) => {
@@ -51,30 +45,16 @@ app.post("/v1/activities/:id/reactions", async (req, reply) => {
     { $inc: { [`reaction_counts.${kind}`]: 1, version: 1 } },
     { returnDocument: "after" },
   );
-  if (notify) {
-    const owner = "author";
-    const groupKey = `${tenant}/${owner}/react/${kind}/${req.params.id}/1`;
-    await notifications.insertOne({
-      _id: randomUUID(),
-      tenant_id: tenant,
-      owner,
-      verb: "react",
-      actor: `user:${userId}`,
-      object: `activity:${req.params.id}`,
-      reaction_kind: kind,
-      activity_id: req.params.id,
-      created_at: doc.created_at,
-      seen_at: null,
-      read_at: null,
-      group_key: groupKey,
-    });
-    await counts.updateOne({ _id: `${tenant}/${owner}` }, { $inc: { unseen: 1, unread: 1, v: 1 }, $setOnInsert: { tenant_id: tenant, owner } }, { upsert: true });
-    await groups.updateOne(
-      { _id: groupKey, tenant_id: tenant },
-      { $inc: { activity_count: 1, actor_count: 1, unseen: 1, unread: 1 }, $max: { updated_at: doc.created_at }, $setOnInsert: { owner, verb: "react" } },
-      { upsert: true },
-    );
-  }
+  await notify?.({
+    owner: "author",
+    verb: "react",
+    actor: `user:${userId}`,
+    object: `activity:${req.params.id}`,
+    reactionKind: kind,
+    activityId: req.params.id,
+    at: doc.created_at,
+    base: `react/${kind}/${req.params.id}`,
+  });
   return reply.code(201).send({ id: doc.id, activity_id: doc.activity_id, user_id: userId, kind, created_at: doc.created_at.toISOString() });
 });
 await serveBare(app, client);

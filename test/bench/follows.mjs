@@ -6,8 +6,11 @@
 // in rounds taking turns with the follows' (each floor round makes as many edges as the follow
 // round before it). After the load, every target's and source's counts must equal their edges,
 // and no edge may hold a pending change. MongoDB commands per follow on the request path come
-// from the gateway's command monitoring (the background clears are not counted).
+// from the gateway's command monitoring (the background clears are not counted). Beside them
+// (info) the ceiling: the floor's route plus the plain writes of the notification each follow of a
+// user feed makes (bare-follows.mjs with BENCH_NOTIFY).
 import { join } from "node:path";
+import { copyNotifyIndexes } from "./bare-notify.mjs";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { QUIET, copyIndexes, profiledLoad, fmt, load, machineNote, until, withSystem } from "./system.mjs";
 
@@ -28,11 +31,22 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
       }),
     );
     const { url: bareUrl } = await bare.ready;
+    await copyIndexes(c.db, "follows", "bench_n_follows");
+    await copyIndexes(c.db, "follow_counts", "bench_n_follow_counts");
+    await copyNotifyIndexes(copyIndexes, c.db, "bench_n");
+    const ceiling = c.helper(
+      startNode(join(benchDir, "bare-follows.mjs"), {
+        env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_EDGES: "bench_n_follows", BENCH_COUNTS: "bench_n_follow_counts", BENCH_NOTIFY: "bench_n" },
+        name: "bare-follows-notify",
+      }),
+    );
+    const { url: ceilingUrl } = await ceiling.ready;
     const json = { "content-type": "application/json" };
     const make = (prefix) => ({ module: join(benchDir, "follow-requests.mjs"), args: { targets: feeds, prefix } });
     const loadTargets = [
       { name: "follows", url: c.url, method: "POST", headers: { ...json, authorization: `Bearer ${token}` }, make: make("f"), pid: c.gatewayPid },
       { name: "floor", url: bareUrl, method: "POST", headers: json, make: make("b"), amountFrom: "follows", pid: bare.child.pid },
+      { name: "ceiling", url: ceilingUrl, method: "POST", headers: json, make: make("c"), amountFrom: "follows", pid: ceiling.child.pid },
     ];
     log(`  load: follows (${rounds} × ${roundS} s) and floor (as many edges as the follow round before), taking turns; ${connections} connections, ${warmupS} s warm-up each`);
     const metricsUrl = c.system.metrics.gateway;
@@ -80,12 +94,14 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
       machine: r.machine,
       follows: r.targets.follows,
       floor: r.targets.floor,
+      ceiling: r.targets.ceiling,
       stored: { edges: stored, counted, floorInserted },
       // Every request of the load created an edge (warm-up included): commands per follow.
       commandsPerFollow: commands / stored,
       commandsByName: byName,
       backgroundCommands: background,
       ratio: r.targets.follows.rps / r.targets.floor.rps,
+      ceilingRatios: { ofFloor: r.targets.ceiling.rps / r.targets.floor.rps, follows: r.targets.follows.rps / r.targets.ceiling.rps },
       cpuProfile,
     };
   }, { cpuProfDir });

@@ -9,6 +9,7 @@
 // notification each reaction makes (bare-reactions.mjs with BENCH_NOTIFY). After the load, every activity's reaction_counts must equal its reaction records; the
 // MongoDB commands each reaction cost on its request path are counted (the background's not).
 import { join } from "node:path";
+import { copyNotifyIndexes } from "./bare-notify.mjs";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
 import { QUIET, copyIndexes, profiledLoad, fmt, load, machineNote, pool, withSystem } from "./system.mjs";
 
@@ -32,7 +33,7 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       }),
     );
     const { url: bareUrl } = await bare.ready;
-    for (const [from, to] of [["notifications", "bench_n_notifications"], ["notification_counts", "bench_n_counts"], ["notification_groups", "bench_n_groups"]]) await copyIndexes(c.db, from, to);
+    await copyNotifyIndexes(copyIndexes, c.db, "bench_n");
     const ceiling = c.helper(
       startNode(join(benchDir, "bare-reactions.mjs"), {
         env: { MONGO_URL: infra.mongoUrl, FEEDS_NAMESPACE: c.namespace, BENCH_TENANT: c.tenant.id, BENCH_REACTIONS: "bench_n_reactions", BENCH_ACTIVITIES: "bench_activities", BENCH_NOTIFY: "bench_n" },

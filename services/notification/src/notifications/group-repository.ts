@@ -93,7 +93,8 @@ export function createGroupRepository(db: Db) {
   const kept = new Map<string, { seq: number; openedAt: number; until: number }>();
   const groups: Collection<GroupDoc> = db.collection<GroupDoc>(GROUPS);
   const actors: Collection<ActorDoc> = db.collection<ActorDoc>(ACTORS);
-  const actorInserts = createInsertBatcher(actors);
+  // Background work like the notifications' inserts: one command at a time, the rest leave together.
+  const actorInserts = createInsertBatcher(actors, { maxInFlight: 1 });
 
   /** The upsert of `_id`, once more if a racing insert of the same key won (it then updates). */
   async function upsertOnce<T>(run: () => Promise<T>): Promise<T> {

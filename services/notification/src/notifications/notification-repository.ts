@@ -52,8 +52,10 @@ export function createNotificationRepository(db: Db) {
         : { ...ofOwner(tenantId, owner), group_key: { $in: sel.groups } };
   const some = (sel: Selection | null): sel is Selection =>
     sel === "all" || (sel !== null && (Array.isArray(sel) ? sel.length > 0 : sel.groups.length > 0));
-  // The notify worker handles many events at once: their inserts share commands (kit's insert batcher).
-  const inserts = createInsertBatcher(notifications);
+  // The notify worker handles many events at once: their inserts share commands (kit's insert
+  // batcher). Background work, so one command at a time: the rest wait and leave together (bench 9:
+  // 2.7 notifications per command, 1.2 with four at a time).
+  const inserts = createInsertBatcher(notifications, { maxInFlight: 1 });
 
   return {
     ensureIndexes: async () => {

@@ -198,8 +198,7 @@ const PENDING = "pending";
  */
 export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string, feeds: readonly string[], ttlMs: number): Promise<{ since: Map<string, number>; created: string[] }> {
   const since = new Map<string, number>();
-  const created: string[] = [];
-  if (feeds.length === 0) return { since, created };
+  if (feeds.length === 0) return { since, created: [] };
   // One tenant's keys share a hash slot: one pipeline, also on a cluster.
   const p = redis.redis.pipeline();
   const targets = feeds.map((name) => ({ name, target: watchTarget(nats, redis, tenantId, name) }));
@@ -219,7 +218,7 @@ export async function markWatched(nats: Nats, redis: RedisConn, tenantId: string
     if (set === "OK") made.push({ name, target });
     else since.set(name, value === PENDING || typeof value !== "string" ? NaN : Number(value));
   });
-  created.push(...made.map((m) => m.name));
+  const created = made.map((m) => m.name);
   if (created.length === 0) return { since, created };
   const enc = new TextEncoder();
   let acks;

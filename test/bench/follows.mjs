@@ -101,7 +101,6 @@ export async function runFollows({ infra, log, targets = 20, rounds = 4, roundS 
       commandsByName: byName,
       backgroundCommands: background,
       ratio: r.targets.follows.rps / r.targets.floor.rps,
-      ceilingRatios: { ofFloor: r.targets.ceiling.rps / r.targets.floor.rps, follows: r.targets.follows.rps / r.targets.ceiling.rps },
       cpuProfile,
     };
   }, { cpuProfDir });

@@ -6,8 +6,9 @@
 // by the `$inc` of its activity, through a bare Fastify route (bare-reactions.mjs), in rounds
 // taking turns with the reactions' (each floor round makes as many as the reaction round before it
 // created). Beside them (info) the ceiling: the floor's route plus the plain writes of the
-// notification each reaction makes (bare-reactions.mjs with BENCH_NOTIFY). After the load, every activity's reaction_counts must equal its reaction records; the
-// MongoDB commands each reaction cost on its request path are counted (the background's not).
+// notification each reaction makes (bare-reactions.mjs with BENCH_NOTIFY). After the load, every
+// activity's reaction_counts must equal its reaction records; the MongoDB commands each reaction
+// cost on its request path are counted (the background's not).
 import { join } from "node:path";
 import { copyNotifyIndexes } from "./bare-notify.mjs";
 import { api, benchDir, commandsSince, mongoCommands, startNode } from "./lib.mjs";
@@ -33,6 +34,7 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       }),
     );
     const { url: bareUrl } = await bare.ready;
+    await copyIndexes(c.db, "reactions", "bench_n_reactions");
     await copyNotifyIndexes(copyIndexes, c.db, "bench_n");
     const ceiling = c.helper(
       startNode(join(benchDir, "bare-reactions.mjs"), {
@@ -40,7 +42,6 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
         name: "bare-reactions-notify",
       }),
     );
-    await copyIndexes(c.db, "reactions", "bench_n_reactions");
     const { url: ceilingUrl } = await ceiling.ready;
     const json = { "content-type": "application/json" };
     const make = (prefix) => ({ module: join(benchDir, "reaction-requests.mjs"), args: { activities: ids, kind: "like", prefix } });
@@ -103,7 +104,6 @@ export async function runReactions({ infra, log, activities = 100, rounds = 4, r
       commandsByName: byName,
       backgroundCommands: Object.fromEntries(background.map((b, i) => [BACKGROUND[i], b])),
       ratio: r.targets.reactions.rps / r.targets.floor.rps,
-      ceilingRatios: { ofFloor: r.targets.ceiling.rps / r.targets.floor.rps, reactions: r.targets.reactions.rps / r.targets.ceiling.rps },
       cpuProfile,
     };
   }, { cpuProfDir });
